@@ -1,0 +1,54 @@
+"""The errors mmfreeze reports to a user.
+
+Every error a user can cause derives from :class:`MmfreezeError` and carries the file and the key
+it is about, so the CLI can print one line that says where and what, never a traceback. Low-level
+errors (YAML, transformers, torch) are translated with ``raise ... from e`` where they happen.
+"""
+
+from __future__ import annotations
+
+
+class MmfreezeError(Exception):
+    """Base class: a problem with user input or environment, reported as one clear message."""
+
+    def __init__(self, message: str, *, source: str | None = None, key: str | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.key = key
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ": ".join(part for part in (self.source, self.key) if part)
+        return f"{where}: {self.message}" if where else self.message
+
+
+class RecipeError(MmfreezeError):
+    """A recipe file cannot be read: YAML syntax, missing `model:` section, bad `_target_`."""
+
+
+class ConfigSourceError(MmfreezeError):
+    """No model config could be found for a model id, or the config found is invalid."""
+
+
+class ModelBuildError(MmfreezeError):
+    """transformers rejected a config or failed to build the model on the meta device."""
+
+
+class ResolverError(MmfreezeError):
+    """Multimodal module declarations or overrides do not fit the model."""
+
+
+class FreezeConfigError(MmfreezeError):
+    """A `freeze_config` section is invalid for the new engine."""
+
+
+class DistributedConfigError(MmfreezeError):
+    """A `distributed.multimodal` section is invalid or unsafe for the model and mesh."""
+
+
+class MigrationError(MmfreezeError):
+    """A file cannot be migrated safely."""
+
+
+class SnapshotError(MmfreezeError):
+    """Snapshot files are unreadable or inconsistent."""

@@ -1,0 +1,1 @@
+"""Model configs, meta-device builds and the pure-data structure of a built model."""

@@ -1,0 +1,154 @@
+"""The pure-data shape of a built model: what every later step needs, without torch.
+
+A :class:`ModelStructure` is taken once from a live ``nn.Module`` (:func:`structure_of`) and can be
+stored as JSON, so freezing plans, snapshots and reports run on names and sets alone. The module
+and parameter names are the model's own, unchanged: canonicalising wrapper names is the resolver's
+job.
+
+Tied weights: one parameter object can be reachable under several names (``lm_head.weight`` and
+``model.embed_tokens.weight``). It appears once, under the name ``named_parameters()`` gives first,
+with the other names in ``aliases``. A module contains a parameter when any of its names lies under
+the module's path, which is exactly what ``module.parameters()`` yields by identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from math import prod
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import nn
+
+STRUCTURE_FORMAT_VERSION = 1
+
+# Attributes the legacy freezing engine reads from the root object (DESIGN.md, legacy rules).
+LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
+
+
+@dataclass(frozen=True)
+class ParameterInfo:
+    """One parameter tensor of a model, under its canonical name and every alias."""
+
+    name: str
+    shape: tuple[int, ...]
+    requires_grad: bool
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class ModelStructure:
+    """Module tree, parameters and legacy root attributes of one built model."""
+
+    class_name: str
+    modules: Mapping[str, str]
+    """Module path -> class name, for every path ``named_modules(remove_duplicate=False)`` yields
+    (``""`` is the root)."""
+    module_aliases: Mapping[str, str]
+    """Path -> first path of the same module object, for paths that reach an already seen module."""
+    parameters: tuple[ParameterInfo, ...]
+    root_attributes: Mapping[str, str] = field(default_factory=dict)
+    """Legacy root attribute name -> the module path it returns (only when it is a module)."""
+
+    @cached_property
+    def parameters_by_name(self) -> Mapping[str, ParameterInfo]:
+        """Every name (canonical or alias) -> its parameter."""
+        return {name: info for info in self.parameters for name in info.names}
+
+    @property
+    def total_numel(self) -> int:
+        return sum(info.numel for info in self.parameters)
+
+    def parameters_under(self, module_path: str) -> Iterator[ParameterInfo]:
+        """Parameters contained in the module at ``module_path`` (any of their names under it)."""
+        if module_path == "":
+            yield from self.parameters
+            return
+        prefix = module_path + "."
+        for info in self.parameters:
+            if any(name.startswith(prefix) for name in info.names):
+                yield info
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": STRUCTURE_FORMAT_VERSION,
+            "class_name": self.class_name,
+            "modules": dict(self.modules),
+            "module_aliases": dict(self.module_aliases),
+            "root_attributes": dict(self.root_attributes),
+            "parameters": [
+                [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
+                for info in self.parameters
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelStructure:
+        if data.get("format") != STRUCTURE_FORMAT_VERSION:
+            raise ValueError(f"structure format {data.get('format')!r} is not {STRUCTURE_FORMAT_VERSION}")
+        return cls(
+            class_name=data["class_name"],
+            modules=dict(data["modules"]),
+            module_aliases=dict(data["module_aliases"]),
+            root_attributes=dict(data["root_attributes"]),
+            parameters=tuple(
+                ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
+                for name, shape, grad, aliases in data["parameters"]
+            ),
+        )
+
+
+def structure_of(model: nn.Module) -> ModelStructure:
+    """Read the structure of a live model (any device); ``requires_grad`` as it is right now."""
+    first_path: dict[int, str] = {}
+    modules: dict[str, str] = {}
+    module_aliases: dict[str, str] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        modules[path] = type(module).__name__
+        seen = first_path.setdefault(id(module), path)
+        if seen != path:
+            module_aliases[path] = seen
+    return ModelStructure(
+        class_name=type(model).__name__,
+        modules=modules,
+        module_aliases=module_aliases,
+        parameters=tuple(_parameter_infos(model.named_parameters(remove_duplicate=False))),
+        root_attributes=_root_attributes(model, first_path),
+    )
+
+
+def _parameter_infos(named: Iterable[tuple[str, Any]]) -> Iterator[ParameterInfo]:
+    names_by_id: dict[int, list[str]] = {}
+    tensors: dict[int, Any] = {}
+    for name, param in named:
+        names_by_id.setdefault(id(param), []).append(name)
+        tensors[id(param)] = param
+    for key, names in names_by_id.items():
+        param = tensors[key]
+        yield ParameterInfo(
+            name=names[0],
+            shape=tuple(param.shape),
+            requires_grad=bool(param.requires_grad),
+            aliases=tuple(names[1:]),
+        )
+
+
+def _root_attributes(model: nn.Module, first_path: Mapping[int, str]) -> dict[str, str]:
+    from torch import nn
+
+    found: dict[str, str] = {}
+    for attribute in LEGACY_ROOT_ATTRIBUTES:
+        value = getattr(model, attribute, None)
+        if isinstance(value, nn.Module) and id(value) in first_path:
+            found[attribute] = first_path[id(value)]
+    return found
