@@ -1,0 +1,27 @@
+"""Terminal output: rich consoles for results and for diagnostics, with user text escaped."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.versions import transformers_version_warning
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def report_error(error: MmfreezeError) -> None:
+    """One line per error; the text quotes user input, so it is escaped, never read as markup."""
+    err.print(f"[bold red]error[/]: {escape(str(error))}")
+
+
+def warn(message: str) -> None:
+    err.print(f"[bold yellow]warning[/]: {escape(message)}")
+
+
+def warn_on_transformers_version() -> None:
+    message = transformers_version_warning()
+    if message is not None:
+        warn(message)

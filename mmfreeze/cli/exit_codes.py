@@ -1,0 +1,22 @@
+"""Exit codes of every mmfreeze command. Distinct, documented, stable: CI scripts branch on them."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    CHANGED = 1
+    """A snapshot differs from its recipe, or `migrate --check` would rewrite a file."""
+    USAGE = 2
+    """Bad command-line usage (click's own code)."""
+    INPUT_ERROR = 3
+    """A recipe or file could not be read, built or validated; the others were still processed."""
+    MISSING = 4
+    """A recipe has no stored snapshot yet."""
+    ORPHANED = 5
+    """A stored snapshot has no recipe any more."""
+
+
+EXIT_CODE_HELP = "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)

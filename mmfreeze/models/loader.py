@@ -1,0 +1,75 @@
+"""Recipe -> model config -> meta-device model -> structure, sharing builds between recipes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mmfreeze.exceptions import ModelBuildError
+from mmfreeze.models.cache import StructureCache, structure_key
+from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
+from mmfreeze.models.structure import ModelStructure, structure_of
+from mmfreeze.recipes.recipe import Recipe
+
+if TYPE_CHECKING:
+    from torch import nn
+    from transformers import PretrainedConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedStructure:
+    """A recipe's model, as pure data."""
+
+    recipe: Recipe
+    source: ModelConfigSource
+    structure: ModelStructure
+    key: str
+
+
+def find_recipe_config(recipe: Recipe, *, allow_network: bool = False) -> ModelConfigSource:
+    return find_model_config(
+        recipe.model.model_id,
+        recipe_dir=recipe.path.parent,
+        allow_network=allow_network,
+        source=recipe.display_path,
+    )
+
+
+def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
+    """A transformers config object from config.json content."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = config.get("model_type")
+    if model_type not in CONFIG_MAPPING:
+        raise ModelBuildError(
+            f"config.json has model_type {model_type!r}, which this transformers does not know",
+            source=source,
+        )
+    try:
+        return CONFIG_MAPPING[model_type].from_dict(dict(config))
+    except Exception as error:  # transformers validates configs with many exception types
+        raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}", source=source) from error
+
+
+def build_recipe_model(recipe: Recipe, source: ModelConfigSource) -> nn.Module:
+    """The recipe's model, built on the meta device."""
+    from mmfreeze.models.build import build_meta_model, resolve_model_class
+
+    config = build_config(source.config, source=recipe.display_path)
+    try:
+        model_class = resolve_model_class(config, recipe.model.auto_class)
+        return build_meta_model(config, model_class)
+    except ModelBuildError as error:
+        raise ModelBuildError(error.message, source=recipe.display_path, key="model") from error
+
+
+def load_structure(recipe: Recipe, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
+    """The recipe's model structure, from the cache when its key is known, else built once."""
+    source = find_recipe_config(recipe, allow_network=allow_network)
+    key = structure_key(source.config, recipe.model.auto_class)
+    structure = cache.get(key)
+    if structure is None:
+        structure = structure_of(build_recipe_model(recipe, source))
+        cache.put(key, structure)
+    return LoadedStructure(recipe=recipe, source=source, structure=structure, key=key)

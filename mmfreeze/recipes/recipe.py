@@ -1,0 +1,122 @@
+"""Load one recipe: parse the YAML, read its `model:` section, keep the rest as plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from mmfreeze.exceptions import RecipeError
+from mmfreeze.recipes.interpolation import resolve_references
+from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSection:
+    """What a recipe says about the model to build."""
+
+    target: str
+    """The `_target_` string, as written (never imported)."""
+    auto_class: str
+    """The transformers Auto class the target maps to, e.g. ``AutoModelForImageTextToText``."""
+    model_id: str
+    """`pretrained_model_name_or_path` with `${...}` references resolved."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """A parsed training recipe. ``document`` is the whole YAML as plain data (anchors resolved)."""
+
+    path: Path
+    display_path: str
+    """The path as the user should read it in messages (relative where possible)."""
+    document: Mapping[str, Any]
+    model: ModelSection
+
+    @property
+    def freeze_config(self) -> Any:
+        """The `freeze_config` section, or ``None`` when the recipe has none (not the same as ``{}``)."""
+        return self.document.get("freeze_config")
+
+    @property
+    def has_freeze_config(self) -> bool:
+        return "freeze_config" in self.document
+
+    @property
+    def peft(self) -> Mapping[str, Any] | None:
+        return self.document.get("peft")
+
+    @property
+    def distributed(self) -> Mapping[str, Any] | None:
+        return self.document.get("distributed")
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse ``path`` as plain data; a syntax error names file:line."""
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RecipeError(f"cannot read: {error}", source=shown) from error
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{shown}:{mark.line + 1}" if mark is not None else shown
+        raise RecipeError(f"YAML does not parse: {error.problem or error.context}", source=where) from error
+    except YAMLError as error:
+        raise RecipeError(f"YAML does not parse: {error}", source=shown) from error
+
+
+def load_recipe(path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS) -> Recipe:
+    """Read ``path`` and validate its `model:` section."""
+    shown = display_path(path)
+    document = read_yaml(path)
+    if not isinstance(document, Mapping):
+        raise RecipeError("a recipe is a YAML mapping at the top level", source=shown)
+    return Recipe(
+        path=path,
+        display_path=shown,
+        document=document,
+        model=_model_section(document, allowed_targets, source=shown),
+    )
+
+
+def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, source: str) -> ModelSection:
+    section = document.get("model")
+    if not isinstance(section, Mapping):
+        found = "no `model:` section" if section is None else f"`model:` is a {type(section).__name__}"
+        raise RecipeError(
+            f"{found}; a recipe needs `model:` with `_target_` and `pretrained_model_name_or_path`",
+            source=source,
+        )
+    target = section.get("_target_")
+    if not isinstance(target, str):
+        raise RecipeError("missing or non-string `_target_`", source=source, key="model._target_")
+    model_id = section.get("pretrained_model_name_or_path")
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise RecipeError(
+            "missing `pretrained_model_name_or_path` (a model id such as Qwen/Qwen2.5-VL-7B-Instruct "
+            "or a local directory holding config.json)",
+            source=source,
+            key="model.pretrained_model_name_or_path",
+        )
+    return ModelSection(
+        target=target,
+        auto_class=resolve_auto_class(target, allowed, source=source),
+        model_id=resolve_references(
+            model_id, document, source=source, key="model.pretrained_model_name_or_path"
+        ),
+    )

@@ -1,0 +1,65 @@
+"""Which `model._target_` strings a recipe may use, and the transformers Auto class each means.
+
+A `_target_` is never imported or executed: it is only looked up here. The allowlist is data, so
+a team with its own wrapper adds one entry (``--allow-target``) instead of running its code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from mmfreeze.exceptions import RecipeError
+
+_NEMO_AUTO_CLASSES = {
+    "NeMoAutoModelForImageTextToText": "AutoModelForImageTextToText",
+    "NeMoAutoModelForMultimodalLM": "AutoModelForMultimodalLM",
+    "NeMoAutoModelForCausalLM": "AutoModelForCausalLM",
+}
+_NEMO_MODULES = ("nemo_automodel", "nemo_automodel.components._transformers.auto_model")
+_TRANSFORMERS_AUTO_CLASSES = (
+    "AutoModelForImageTextToText",
+    "AutoModelForMultimodalLM",
+    "AutoModelForCausalLM",
+    "AutoModelForSpeechSeq2Seq",
+)
+
+
+def _default_targets() -> dict[str, str]:
+    targets: dict[str, str] = {}
+    for module in _NEMO_MODULES:
+        for wrapper, auto_class in _NEMO_AUTO_CLASSES.items():
+            for constructor in ("from_pretrained", "from_config"):
+                targets[f"{module}.{wrapper}.{constructor}"] = auto_class
+    for auto_class in _TRANSFORMERS_AUTO_CLASSES:
+        for constructor in ("from_pretrained", "from_config"):
+            targets[f"transformers.{auto_class}.{constructor}"] = auto_class
+    return targets
+
+
+DEFAULT_TARGETS: Mapping[str, str] = MappingProxyType(_default_targets())
+
+
+def parse_target_assignment(text: str) -> tuple[str, str]:
+    """``"my_pkg.MyVLM.from_pretrained=AutoModelForImageTextToText"`` -> (target, auto class)."""
+    target, sep, auto_class = text.partition("=")
+    if not sep or not target.strip() or not auto_class.strip().startswith("AutoModel"):
+        raise RecipeError(
+            f"--allow-target expects TARGET=AutoModelFor..., got {text!r} "
+            "(e.g. my_pkg.MyVLM.from_pretrained=AutoModelForImageTextToText)"
+        )
+    return target.strip(), auto_class.strip()
+
+
+def resolve_auto_class(target: str, allowed: Mapping[str, str], *, source: str) -> str:
+    """The Auto class name for ``target``, or an error listing what is allowed."""
+    if target in allowed:
+        return allowed[target]
+    suffix_matches = sorted(t for t in allowed if t.rsplit(".", 2)[-2:] == target.rsplit(".", 2)[-2:])
+    hint = f" Did you mean {suffix_matches[0]!r}?" if suffix_matches else ""
+    raise RecipeError(
+        f"_target_ {target!r} is not in the allowlist (mmfreeze never imports a _target_).{hint} "
+        f"Allowed: {', '.join(sorted(allowed))}. Add your own with --allow-target TARGET=AutoModelFor...",
+        source=source,
+        key="model._target_",
+    )

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.cli.main import cli
+
+TINY_LLAVA = {
+    "model_type": "llava",
+    "architectures": ["LlavaForConditionalGeneration"],
+    "text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128},
+    "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                      "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 32, "patch_size": 8,
+                      "projection_dim": 32},
+}
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> Path:
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
+    path = tmp_path / "recipe.yaml"
+    path.write_text(
+        "model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"
+        "  pretrained_model_name_or_path: ckpt\n"
+    )
+    return path
+
+
+def test_explain_json_reports_the_real_class_and_parameter_count(recipe: Path) -> None:
+    result = CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    explanation = json.loads(result.stdout)
+    assert explanation["architecture"] == "LlavaForConditionalGeneration"
+    assert explanation["config_source"]["kind"] == "local"
+    assert explanation["parameters"] > 0 and explanation["parameter_tensors"] > 0
+
+
+def test_explain_bad_target_exits_with_input_error_and_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("model:\n  _target_: os.system\n  pretrained_model_name_or_path: x\n")
+    result = CliRunner().invoke(cli, ["explain", str(path)])
+    assert result.exit_code == ExitCode.INPUT_ERROR
+    assert "not in the allowlist" in result.stderr and "Traceback" not in result.output
+
+
+def test_every_command_has_help() -> None:
+    for command in cli.commands:
+        assert CliRunner().invoke(cli, [command, "--help"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["--version"]).output.startswith("mmfreeze, version")
