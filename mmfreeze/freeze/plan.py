@@ -1,0 +1,62 @@
+"""What a freezing engine decided: which parameters it freezes, and by which rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from mmfreeze.models.structure import ModelStructure
+
+
+@dataclass(frozen=True)
+class FreezePlan:
+    """Parameters an engine sets ``requires_grad=False`` on, each with the rules that matched it.
+
+    Names are the structure's canonical parameter names. A plan never unfreezes: parameters the
+    model created frozen stay frozen whatever the plan says (see :func:`frozen_after`).
+    """
+
+    rules_by_parameter: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def frozen(self) -> frozenset[str]:
+        return frozenset(self.rules_by_parameter)
+
+
+def plan_from_matches(matches: Iterable[tuple[str, str]]) -> FreezePlan:
+    """A plan from ``(parameter name, rule id)`` pairs, rules kept in first-match order."""
+    rules: dict[str, list[str]] = {}
+    for name, rule in matches:
+        kept = rules.setdefault(name, [])
+        if rule not in kept:
+            kept.append(rule)
+    return FreezePlan({name: tuple(found) for name, found in rules.items()})
+
+
+def frozen_after(structure: ModelStructure, plan: FreezePlan) -> frozenset[str]:
+    """Every parameter frozen once ``plan`` is applied: the plan's, plus those built frozen."""
+    built_frozen = {info.name for info in structure.parameters if not info.requires_grad}
+    return plan.frozen | built_frozen
+
+
+def parameters_under_any(structure: ModelStructure, module_paths: Iterable[str]) -> dict[str, str]:
+    """Parameter name -> the first of ``module_paths`` that contains it (as ``module.parameters()``).
+
+    A parameter is inside a module when any of its names (tied aliases included) lies below the
+    module's path; checking each name's dotted prefixes keeps this linear in the parameter count.
+    """
+    wanted = list(dict.fromkeys(module_paths))
+    order = {path: index for index, path in enumerate(wanted)}
+    owners: dict[str, str] = {}
+    for info in structure.parameters:
+        hits = [prefix for name in info.names for prefix in _prefixes(name) if prefix in order]
+        if "" in order:
+            hits.append("")
+        if hits:
+            owners[info.name] = min(hits, key=order.__getitem__)
+    return owners
+
+
+def _prefixes(name: str) -> Iterable[str]:
+    parts = name.split(".")
+    return (".".join(parts[:end]) for end in range(1, len(parts)))
