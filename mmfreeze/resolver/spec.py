@@ -36,3 +36,7 @@ class ResolvedMultimodalModule:
     spec: MultimodalModuleSpec
     module: nn.Module
     source: SpecSource
+    raw_path: str = ""
+    """Path of ``module`` in the model as given (wrappers included); ``spec.path`` is canonical."""
+    numel: int = 0
+    """Elements of the parameters this module owns (most-specific rule, see ``ResolvedInventory``)."""

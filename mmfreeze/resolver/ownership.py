@@ -1,0 +1,62 @@
+"""Who owns each parameter, and where each group's transformer layers are.
+
+Ownership: a parameter belongs to the most specific owner path (multimodal module or language
+part) containing any of its names. A tied parameter reachable under two owners therefore goes to
+the deeper one; ties in depth go to the first declared owner.
+
+Layer containers: a module whose children are numbered (``layers.0``, ``blocks.1``) and all of one
+class whose name says layer or block (not a norm). The outermost such list counts; it belongs to
+the group of the most specific owner containing it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from mmfreeze.resolver.canonical import CanonicalParameter, CanonicalStructure
+from mmfreeze.resolver.paths import is_under
+
+_LAYER_WORDS = ("layer", "block")
+
+
+def assign_owners(parameters: Sequence[CanonicalParameter], owners: Sequence[str]) -> dict[str, str | None]:
+    """Canonical parameter name -> owning path (``None`` when no owner contains it)."""
+    ranked = sorted(owners, key=lambda path: -path.count(".") if path else 1)
+    return {param.name: _owner(param, ranked) for param in parameters}
+
+
+def _owner(param: CanonicalParameter, ranked: Sequence[str]) -> str | None:
+    for path in ranked:
+        if any(is_under(name, path) for name in param.names):
+            return path
+    return None
+
+
+def layer_containers(structure: CanonicalStructure, group_of_owner: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Group -> canonical paths of its outermost layer lists."""
+    ranked = sorted(group_of_owner, key=lambda path: -path.count(".") if path else 1)
+    found: dict[str, list[str]] = defaultdict(list)
+    taken: list[str] = []
+    for path in sorted(_numbered_layer_lists(structure)):
+        if any(is_under(path, outer) for outer in taken):
+            continue
+        owner = next((o for o in ranked if is_under(path, o)), None)
+        if owner is not None:
+            found[group_of_owner[owner]].append(path)
+            taken.append(path)
+    return {group: tuple(paths) for group, paths in found.items()}
+
+
+def _numbered_layer_lists(structure: CanonicalStructure) -> list[str]:
+    children: dict[str, set[str]] = defaultdict(set)
+    for path, class_name in structure.modules.items():
+        parent, _, leaf = path.rpartition(".")
+        if leaf.isdigit() and structure.identity[path] == path:
+            children[parent].add(class_name)
+    return [parent for parent, classes in children.items() if len(classes) == 1 and _is_layer(next(iter(classes)))]
+
+
+def _is_layer(class_name: str) -> bool:
+    lowered = class_name.lower()
+    return any(word in lowered for word in _LAYER_WORDS) and not lowered.endswith("norm")
