@@ -25,7 +25,9 @@ def apply_multimodal_fsdp(model: nn.Module, plan: MultimodalFsdpPlan, mesh: Devi
 
     fsdp_mesh = mesh[plan.mesh.fsdp_dim] if mesh.ndim > 1 else mesh
     # Replicated = frozen modules kept out of FSDP: full tensors on every rank, never reduced.
-    ignored = {p for path in plan.replicated for p in model.get_submodule(path).parameters()}
+    ignored = {
+        p for path in plan.replicated for p in model.get_submodule(path).parameters() if not p.requires_grad
+    }
     for unit in plan.units:
         fully_shard(model.get_submodule(unit.path), mesh=fsdp_mesh, ignored_params=ignored or None)
     logger.info(
