@@ -1,0 +1,95 @@
+"""Strict validation of the new vocabulary: one place, one error type, messages that teach."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.config import FreezeConfig, check_against_model, detect_vocabulary, parse_freeze_config
+
+ROLES = {"vision": {"tower", "projector"}, "audio": {"tower", "projector"}}
+PATHS = {"model.visual", "model.visual.merger", "patch_generator.video_embedder"}
+
+
+def check(data: dict) -> None:
+    check_against_model(parse_freeze_config(data, source="r.yaml"), roles_by_modality=ROLES, module_paths=PATHS, source="r.yaml")
+
+
+def test_documented_shape_parses() -> None:
+    config = FreezeConfig.from_dict(
+        {"vision": {"tower": True, "projector": False}, "language_model": False, "modules": ["patch_generator.video_embedder"]}
+    )
+    assert config.roles == {"vision": {"tower": True, "projector": False}}
+    assert config.modules == ("patch_generator.video_embedder",) and config.language_model is False
+
+
+@pytest.mark.parametrize(
+    ("section", "vocabulary"),
+    [(None, "absent"), ({}, "legacy"), ({"freeze_vision_tower": True}, "legacy"), ({"freeze_custom": 1}, "legacy"),
+     ({"vision": {"tower": True}}, "new"), ({"language_model": True}, "new")],
+)
+def test_vocabulary_is_detected_from_the_keys(section: dict | None, vocabulary: str) -> None:
+    assert detect_vocabulary(section) == vocabulary
+
+
+def test_mixing_vocabularies_is_an_error_naming_both_sides() -> None:
+    with pytest.raises(FreezeConfigError, match=r"mixes legacy keys \(freeze_vision_tower\) with new keys \(audio\)"):
+        detect_vocabulary({"freeze_vision_tower": True, "audio": {"tower": True}}, source="r.yaml")
+
+
+def test_freeze_embeddings_error_explains_history_and_the_explicit_way() -> None:
+    with pytest.raises(FreezeConfigError) as caught:
+        parse_freeze_config({"vision": {"tower": True}, "freeze_embeddings": True}, source="r.yaml")
+    message = str(caught.value)
+    assert "never read" in message and "mmfreeze migrate" in message and "modules:" in message
+
+
+def test_unknown_modality_suggests_and_lists_what_exists() -> None:
+    with pytest.raises(FreezeConfigError, match=r"no modality 'visoin' \(did you mean 'vision'\?\).*vision \(projector, tower\)"):
+        check({"visoin": {"tower": True}})
+
+
+def test_unknown_role_lists_the_roles_of_that_modality() -> None:
+    with pytest.raises(FreezeConfigError, match=r"audio modality has no role 'towr' \(did you mean 'tower'\?\); it has: projector, tower"):
+        check({"audio": {"towr": True}})
+
+
+def test_module_path_matching_nothing_names_the_nearest_paths() -> None:
+    with pytest.raises(FreezeConfigError, match=r"'model.visual.mergr' is not a module path.*nearest existing paths: model.visual.merger"):
+        check({"modules": ["model.visual.mergr"]})
+
+
+def test_bare_substring_is_not_a_module_path() -> None:
+    with pytest.raises(FreezeConfigError, match="not a module path"):
+        check({"modules": ["visual"]})
+
+
+@pytest.mark.parametrize("flag", ["yes", 1, None, "true"])
+def test_non_boolean_flags_are_rejected(flag: object) -> None:
+    with pytest.raises(FreezeConfigError, match="must be true or false"):
+        parse_freeze_config({"vision": {"tower": flag}})
+
+
+def test_every_problem_is_listed_in_one_error() -> None:
+    with pytest.raises(FreezeConfigError, match="3 problems") as caught:
+        parse_freeze_config({"vision": {"tower": "yes"}, "language_model": 1, "modules": "x"}, source="r.yaml")
+    assert caught.value.source == "r.yaml" and caught.value.key == "freeze_config"
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12))
+keys = st.one_of(st.sampled_from(["vision", "audio", "language_model", "modules", "freeze_embeddings",
+                                  "freeze_vision_tower", "tower", "projector"]), st.text(max_size=8), st.integers())
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                       st.dictionaries(keys, inner, max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(values, st.dictionaries(keys, values, max_size=5)))
+def test_any_input_validates_or_raises_the_projects_error(data: object) -> None:
+    try:
+        if detect_vocabulary(data) == "new":
+            check(data)  # type: ignore[arg-type]
+    except Exception as error:  # noqa: BLE001 - the property is about which type escapes
+        assert isinstance(error, FreezeConfigError), f"{type(error).__name__}: {error}"
