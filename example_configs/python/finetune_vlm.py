@@ -1,0 +1,26 @@
+"""Minimal VLM finetune entry point as teams write it (parsed by mmfreeze, never executed)."""
+from nemo_automodel import NeMoAutoModelForImageTextToText
+from nemo_automodel.components.training.utils import apply_parameter_freezing
+
+
+def build_model(cfg):
+    model = NeMoAutoModelForImageTextToText.from_pretrained(
+        cfg["model"]["pretrained_model_name_or_path"],
+        freeze_config={"freeze_vision_tower": True, "freeze_language_model": False},
+    )
+    # second pass after LoRA injection, reading the recipe's value directly
+    if cfg["freeze_config"]["freeze_vision_tower"]:
+        apply_parameter_freezing(model, {"freeze_vision_tower": True})
+    return model
+
+
+def freeze_for_stage1(model):
+    apply_parameter_freezing(
+        model,
+        freeze_config={
+            "freeze_vision_tower": True,
+            # stage 1: only the projector trains
+            "freeze_language_model": True,
+            "freeze_embeddings": True,  # never read by the trainer
+        },
+    )

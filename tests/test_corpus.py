@@ -1,0 +1,111 @@
+"""The bundled corpus (example_configs/) and offline registry (mmfreeze/registry/configs/) stay coherent."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "example_configs"
+REGISTRY = ROOT / "mmfreeze" / "registry" / "configs"
+
+ALLOWED_TARGETS = {
+    "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained",
+    "nemo_automodel.NeMoAutoModelForMultimodalLM.from_pretrained",
+    "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained",
+    "transformers.AutoModelForImageTextToText.from_pretrained",
+    "transformers.AutoModelForMultimodalLM.from_pretrained",
+}
+PROVENANCES = {"checkpoint", "partial", "transformers-default"}
+LEGACY_KEYS = {
+    "freeze_vision_tower",
+    "freeze_audio_tower",
+    "freeze_language_model",
+    "freeze_video_embedder",
+    "freeze_embeddings",
+}
+_REF = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+
+
+def _resolve(value: str, doc: dict) -> str:
+    def lookup(match: re.Match) -> str:
+        node = doc
+        for part in match.group(1).split("."):
+            node = node[part]
+        return str(node)
+
+    return _REF.sub(lookup, value)
+
+
+def _load_recipes() -> dict[Path, dict]:
+    yaml = YAML(typ="safe")
+    return {p: yaml.load(p.read_text()) for p in sorted(CORPUS.rglob("*.yaml"))}
+
+
+def _registry_file(model_id: str) -> Path:
+    return REGISTRY / (model_id.replace("/", "__") + ".json")
+
+
+RECIPES = _load_recipes()
+
+
+def _model_sections(doc: dict) -> list[dict]:
+    return [doc[k] for k in ("model", "teacher_model") if isinstance(doc.get(k), dict)]
+
+
+def _model_ids() -> dict[Path, list[str]]:
+    return {
+        p: [_resolve(str(s["pretrained_model_name_or_path"]), doc) for s in _model_sections(doc)]
+        for p, doc in RECIPES.items()
+    }
+
+
+def test_corpus_has_at_least_60_recipes():
+    assert len(RECIPES) >= 60, len(RECIPES)
+
+
+def test_every_model_id_has_a_registry_file():
+    missing = {p.relative_to(CORPUS).as_posix(): mid for p, ids in _model_ids().items() for mid in ids if not _registry_file(mid).is_file()}
+    assert not missing
+
+
+def test_corpus_covers_at_least_25_architectures():
+    architectures = set()
+    for p, ids in _model_ids().items():
+        config = json.loads(_registry_file(ids[0]).read_text())["config"]
+        architectures.add((config["model_type"], config["architectures"][0]))
+    assert len(architectures) >= 25, sorted(architectures)
+
+
+@pytest.mark.parametrize("path", sorted(REGISTRY.glob("*.json")), ids=lambda p: p.stem)
+def test_registry_file_shape(path: Path):
+    entry = json.loads(path.read_text())
+    assert set(entry) == {"model_id", "provenance", "notes", "config"}
+    assert entry["provenance"] in PROVENANCES
+    assert path.name == entry["model_id"].replace("/", "__") + ".json"
+    assert entry["notes"].strip()
+    assert entry["config"]["model_type"] and entry["config"]["architectures"]
+
+
+def test_every_target_is_allowed():
+    bad = {
+        p.relative_to(CORPUS).as_posix(): s.get("_target_")
+        for p, doc in RECIPES.items()
+        for s in _model_sections(doc)
+        if s.get("_target_") not in ALLOWED_TARGETS
+    }
+    assert not bad
+
+
+def test_corpus_contains_every_freeze_config_shape():
+    sections = [doc["freeze_config"] for doc in RECIPES.values() if "freeze_config" in doc]
+    assert any(doc is not None and "freeze_config" not in doc for doc in RECIPES.values()), "a recipe without the section"
+    assert any(s == {} for s in sections), "an empty freeze_config section"
+    assert any(s and s.get("freeze_embeddings") is True for s in sections)
+    assert any(s and s.get("freeze_embeddings") is False for s in sections)
+    used = {k for s in sections if s for k in s}
+    assert LEGACY_KEYS <= used, LEGACY_KEYS - used
+    assert used <= LEGACY_KEYS, "the corpus is pre-migration: only legacy keys"
