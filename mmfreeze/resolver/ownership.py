@@ -4,8 +4,8 @@ Ownership: a parameter belongs to the most specific owner path (multimodal modul
 part) containing any of its names. A tied parameter reachable under two owners therefore goes to
 the deeper one; ties in depth go to the first declared owner.
 
-Layer containers: a module whose children are numbered (``layers.0``, ``blocks.1``) and all of one
-class whose name says layer or block (not a norm). The outermost such list counts; it belongs to
+Layer containers: a module whose children are numbered (``layers.0``, ``blocks.1``) and all of
+classes whose names say layer or block (not a norm; hybrid stacks mix several such classes). The outermost such list counts; it belongs to
 the group of the most specific owner containing it.
 """
 
@@ -54,7 +54,7 @@ def _numbered_layer_lists(structure: CanonicalStructure) -> list[str]:
         parent, _, leaf = path.rpartition(".")
         if leaf.isdigit() and structure.identity[path] == path:
             children[parent].add(class_name)
-    return [parent for parent, classes in children.items() if len(classes) == 1 and _is_layer(next(iter(classes)))]
+    return [parent for parent, classes in children.items() if all(_is_layer(name) for name in classes)]
 
 
 def _is_layer(class_name: str) -> bool:

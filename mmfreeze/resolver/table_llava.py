@@ -1,0 +1,125 @@
+"""Vision-language models laid out as tower + projector + language model under ``model``.
+
+Each key is a transformers class name; several classes share one entry object where their
+structure is the same. Differences from the standard layout are written next to the entry.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.resolver.entry import ArchitectureEntry, Unowned
+from mmfreeze.resolver.table_parts import (
+    IMAGE_NEWLINE,
+    STANDARD_LANGUAGE,
+    decl,
+    language,
+    projector,
+    tower,
+    tower_and_projector,
+)
+
+STANDARD = tower_and_projector()
+WITH_IMAGE_NEWLINE = tower_and_projector(unowned=(IMAGE_NEWLINE,))
+
+LLAVA_FAMILY = {
+    name: STANDARD
+    for name in (
+        "AriaForConditionalGeneration",
+        "Cohere2VisionForConditionalGeneration",
+        "FastVlmForConditionalGeneration",
+        "Gemma3ForConditionalGeneration",
+        "GotOcr2ForConditionalGeneration",
+        "InternVLForConditionalGeneration",
+        "Lfm2VlForConditionalGeneration",
+        "Lfm3VlForConditionalGeneration",
+        "LlavaForConditionalGeneration",
+        "MiniMaxM3SparseForConditionalGeneration",
+        "Mistral3ForConditionalGeneration",
+        "MistralLarge4ForConditionalGeneration",
+        "Molmo2ForConditionalGeneration",
+        "PaliGemmaForConditionalGeneration",
+        "QianfanOCRForConditionalGeneration",
+        "VipLlavaForConditionalGeneration",
+    )
+} | {
+    name: WITH_IMAGE_NEWLINE
+    for name in (
+        "LlavaNextForConditionalGeneration",
+        "LlavaNextVideoForConditionalGeneration",
+        "LlavaOnevisionForConditionalGeneration",
+    )
+}
+
+OTHER_NAMES = {
+    "UnlimitedOcrForConditionalGeneration": tower_and_projector(
+        unowned=(
+            IMAGE_NEWLINE,
+            Unowned(path="model.view_separator", reason="learned separator between image views, held by the wrapper"),
+        )
+    ),
+    # Florence-2's language model is an encoder-decoder BART; its token embedding is ``shared``.
+    "Florence2ForConditionalGeneration": ArchitectureEntry(
+        modules=STANDARD.modules,
+        language_model=language("model.language_model", embeddings="model.language_model.shared"),
+    ),
+    "Step3p7ForConditionalGeneration": tower_and_projector("model.vision_model"),
+    "MllamaForConditionalGeneration": tower_and_projector("model.vision_model"),
+    "LightOnOcrForConditionalGeneration": tower_and_projector("model.vision_encoder", "model.vision_projection"),
+    "VideoLlama3ForConditionalGeneration": tower_and_projector("model.vision_model", "model.projector"),
+    "DeepseekVLForConditionalGeneration": tower_and_projector("model.vision_model", "model.aligner"),
+    "Kimi_K25ForConditionalGeneration": tower_and_projector("model.vision_tower", "model.mm_projector"),
+    # MiniCPM-V: the ``merger`` after the tower is the projector; ``vit_merger`` inside the tower
+    # merges windows between ViT blocks, so it stays tower.
+    **dict.fromkeys(
+        (
+            "MiniCPMOcrForConditionalGeneration",
+            "MiniCPMV4_6ForConditionalGeneration",
+            "MiniCPMV4_7ForConditionalGeneration",
+        ),
+        tower_and_projector("model.vision_tower", "model.merger"),
+    ),
+    # Ovis2 maps visual tokens through a probabilistic embedding table instead of a projector.
+    "Ovis2ForConditionalGeneration": ArchitectureEntry(
+        modules=(tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder")),
+        language_model=STANDARD_LANGUAGE,
+    ),
+    # Two CLIP towers, one per input kind, sharing one projector.
+    "VideoLlavaForConditionalGeneration": ArchitectureEntry(
+        modules=(
+            tower("model.image_tower"),
+            tower("model.video_tower", modality="video"),
+            projector("model.multi_modal_projector"),
+        ),
+        language_model=STANDARD_LANGUAGE,
+    ),
+    "DeepseekVLHybridForConditionalGeneration": ArchitectureEntry(
+        modules=(
+            tower("model.vision_model"),
+            tower("model.high_res_vision_model"),
+            decl("model.high_res_vision_neck", modality="vision", role="tower"),
+            projector("model.high_res_vision_proj"),
+            projector("model.aligner"),
+        ),
+        language_model=STANDARD_LANGUAGE,
+        unowned=(
+            Unowned(
+                path="model.high_res_vision_alpha",
+                reason="scalar gate mixing the two towers' features, held by the wrapper model",
+            ),
+        ),
+    ),
+    "MuseGlimmerForConditionalGeneration": ArchitectureEntry(
+        modules=(tower("model.vision_tower"), projector("model.vision_adapter"), projector("model.vision_projection")),
+        language_model=STANDARD_LANGUAGE,
+    ),
+    "MuseSparkForConditionalGeneration": ArchitectureEntry(
+        modules=(
+            tower("model.vision_tower"),
+            projector("model.vision_adapter"),
+            projector("model.vision_projection"),
+            tower("model.audio_tower", modality="audio"),
+        ),
+        language_model=STANDARD_LANGUAGE,
+    ),
+}
+
+TABLE = LLAVA_FAMILY | OTHER_NAMES

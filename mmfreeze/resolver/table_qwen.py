@@ -1,0 +1,114 @@
+"""Qwen-style models: the projector (``merger``) lives inside the vision tower ``visual``.
+
+Decisions on contested roles:
+
+- ``visual.merger`` is a projector inside the tower: it survives next to ``visual`` (the
+  parent/child rule), so "freeze the tower, train the projector" works.
+- Qwen3-VL ``visual.deepstack_merger_list`` (Qwen3-Omni ``visual.merger_list``): projectors too.
+  They map intermediate ViT features into the language model's hidden size, exactly like
+  ``merger``; fine-tuning frameworks that list only ``merger`` leave them frozen with the tower.
+  ``visual.pos_embed`` is the tower's (it is applied to patch embeddings before the blocks).
+- Omni audio towers end in the projection to the language model's width (Qwen2.5-Omni ``proj``,
+  Qwen3-Omni ``proj1`` / ``proj2``): declared as audio projectors for the same reason.
+- Qwen2.5-Omni ``talker`` and ``token2wav`` generate speech from the thinker's output: modality
+  ``audio``, role ``generator``; they run only when audio output is requested.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.resolver.entry import ArchitectureEntry
+from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, projector, tower
+
+
+def visual_with_merger(*projectors: str, visual: str = "model.visual") -> ArchitectureEntry:
+    return ArchitectureEntry(
+        modules=(tower(visual), *(projector(p) for p in projectors)),
+        language_model=STANDARD_LANGUAGE,
+    )
+
+
+QWEN2_VL = visual_with_merger("model.visual.merger")
+QWEN3_VL = visual_with_merger("model.visual.merger", "model.visual.deepstack_merger_list")
+
+QWEN2_5_OMNI_THINKER = ArchitectureEntry(
+    modules=(
+        tower("model.visual"),
+        projector("model.visual.merger"),
+        tower("model.audio_tower", modality="audio"),
+        projector("model.audio_tower.proj", modality="audio"),
+    ),
+    language_model=STANDARD_LANGUAGE,
+)
+
+QWEN3_OMNI_THINKER = ArchitectureEntry(
+    modules=(
+        tower("model.visual"),
+        projector("model.visual.merger"),
+        projector("model.visual.merger_list"),
+        tower("model.audio_tower", modality="audio"),
+        projector("model.audio_tower.proj1", modality="audio"),
+        projector("model.audio_tower.proj2", modality="audio"),
+    ),
+    language_model=STANDARD_LANGUAGE,
+)
+
+QWEN2_5_OMNI = ArchitectureEntry(
+    modules=tuple(
+        decl(*(f"thinker.{p}" for p in d.paths), modality=d.modality, role=d.role) for d in QWEN2_5_OMNI_THINKER.modules
+    )
+    + (
+        decl("talker", modality="audio", role="generator"),
+        decl("token2wav", modality="audio", role="generator"),
+    ),
+    language_model=language("thinker.model.language_model", lm_head="thinker.lm_head"),
+)
+
+TABLE = {
+    **dict.fromkeys(
+        (
+            "Qwen2VLForConditionalGeneration",
+            "Qwen2_5_VLForConditionalGeneration",
+            "Exaone4_5_ForConditionalGeneration",
+            "Glm4vForConditionalGeneration",
+            "Glm46VForConditionalGeneration",
+            "Glm4vMoeForConditionalGeneration",
+            "Glm5NextForConditionalGeneration",
+            "GlmOcrForConditionalGeneration",
+            # Qwen3.5 keeps Qwen3-VL's tower without the deepstack mergers.
+            "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5MoeForConditionalGeneration",
+        ),
+        QWEN2_VL,
+    ),
+    **dict.fromkeys(
+        (
+            "Qwen3VLForConditionalGeneration",
+            "Qwen3VLMoeForConditionalGeneration",
+            "Cosmos3OmniForConditionalGeneration",
+        ),
+        QWEN3_VL,
+    ),
+    # A Qwen2.5-VL tower under another name, with a linear projector after it.
+    "HyperCLOVAXVisionV2ForConditionalGeneration": visual_with_merger(
+        "model.vision_model.merger", "model.projector", visual="model.vision_model"
+    ),
+    "Cosmos3EdgeForConditionalGeneration": visual_with_merger("model.projector"),
+    "PaddleOCRVLForConditionalGeneration": visual_with_merger("model.projector"),
+    "Dots3NoteForConditionalGeneration": ArchitectureEntry(
+        modules=(
+            tower("model.vision_tower"),
+            projector("model.vision_tower.merger"),
+            tower("model.audio_tower", modality="audio"),
+            projector("model.audio_tower.adapter", modality="audio"),
+        ),
+        language_model=STANDARD_LANGUAGE,
+    ),
+    "HYV4VLForConditionalGeneration": visual_with_merger(
+        "model.vision_tower.patch_merger", visual="model.vision_tower"
+    ),
+    "Inkling2ForConditionalGeneration": visual_with_merger("model.vision_tower.merger", visual="model.vision_tower"),
+    "Inkling2LoopForConditionalGeneration": visual_with_merger("model.vision_tower.merger", visual="model.vision_tower"),
+    "Qwen2_5OmniThinkerForConditionalGeneration": QWEN2_5_OMNI_THINKER,
+    "Qwen3OmniMoeThinkerForConditionalGeneration": QWEN3_OMNI_THINKER,
+    "Qwen2_5OmniForConditionalGeneration": QWEN2_5_OMNI,
+}
