@@ -1,0 +1,43 @@
+"""Every bundled recipe explains: a real transformers class built on meta, with the right size."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from click.testing import CliRunner
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+from mmfreeze.cli.main import cli
+from mmfreeze.models.config_sources import find_model_config
+from mmfreeze.recipes.discovery import find_recipes
+from mmfreeze.recipes.recipe import load_recipe
+from tests.conftest import EXAMPLE_CONFIGS
+
+RECIPES = find_recipes([EXAMPLE_CONFIGS])
+
+
+@cache
+def reference_build(model_id: str, auto_class: str) -> tuple[str, int]:
+    """Class and parameter count from transformers directly, without any mmfreeze code path."""
+    config_dict = dict(find_model_config(model_id).config)
+    config = CONFIG_MAPPING[config_dict["model_type"]].from_dict(config_dict)
+    with torch.device("meta"):
+        model = getattr(transformers, auto_class).from_config(config)
+    return type(model).__name__, sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe_path", RECIPES, ids=lambda p: p.relative_to(EXAMPLE_CONFIGS).as_posix())
+def test_recipe_explains_as_a_real_meta_built_model(recipe_path: Path) -> None:
+    recipe = load_recipe(recipe_path)
+    result = CliRunner().invoke(cli, ["explain", str(recipe_path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    explanation = json.loads(result.stdout)
+    architecture, parameters = reference_build(recipe.model.model_id, recipe.model.auto_class)
+    assert (explanation["architecture"], explanation["parameters"]) == (architecture, parameters)
+    assert explanation["config_source"]["kind"] == "registry"
