@@ -281,9 +281,13 @@ def _units(model: nn.Module, placements: tuple[ModulePlacement, ...]) -> tuple[F
         why = "trainable" if placement.trainable else "frozen, per_layer"
         label = f"{placement.modality} {placement.role or 'module'}"
         nested = [path for path in all_paths if _is_under(path, [placement.path]) and path != placement.path]
-        for layer in _layer_paths(model, placement.path, exclude=nested):
-            units.append(FsdpUnit(path=layer, reason=f"{label} layer ({why})"))
-        units.append(FsdpUnit(path=placement.path, reason=f"{label} ({why})"))
+        layers = _layer_paths(model, placement.path, exclude=nested)
+        units.extend(FsdpUnit(path=layer, reason=f"{label} layer ({why})") for layer in layers)
+        # A module with a layer stack is not itself a unit: its embeddings / norms stay with the
+        # root. Wrapping a transformers sub-model (e.g. CLIPVisionModel) renames its class, and
+        # transformers keys output capturing (`hidden_states` Llava reads) by class: it breaks.
+        if not layers:
+            units.append(FsdpUnit(path=placement.path, reason=f"{label} ({why})"))
     for layer in _layer_paths(model, "", exclude=all_paths):
         units.append(FsdpUnit(path=layer, reason="language layer"))
     units.append(FsdpUnit(path="", reason="root: every parameter not in a unit above"))
