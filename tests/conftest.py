@@ -13,3 +13,6 @@ EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mmfreeze-cache"))
+
+# The corpus as it was before `mmfreeze migrate` (legacy vocabulary); the migration keeps it.
+LEGACY_CORPUS = EXAMPLE_CONFIGS

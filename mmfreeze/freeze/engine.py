@@ -12,6 +12,8 @@ from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import FreezePlan, frozen_after
 from mmfreeze.models.lora import with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.resolver.resolve import resolve_structure
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +45,9 @@ def compute_frozen_set(structure: ModelStructure, document: Mapping[str, Any], *
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)
     if vocabulary == "new":
-        plan = plan_new_freeze(trained, section, source=source)
+        overrides = parse_module_overrides(document, source=source)
+        inventory = resolve_structure(trained, override_specs=overrides)
+        plan = plan_new_freeze(trained, section, source=source, inventory=inventory)
     else:
         plan = plan_legacy_freeze(trained, section)
     return FrozenSetResult(vocabulary=vocabulary, plan=plan, frozen=frozen_after(trained, plan), structure=trained)

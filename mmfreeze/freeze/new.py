@@ -13,7 +13,8 @@ from typing import Any
 from mmfreeze.freeze.config import FreezeConfig, check_against_model, parse_freeze_config
 from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.resolver import ResolvedInventory, resolve_structure
+from mmfreeze.resolver.inventory import ResolvedInventory
+from mmfreeze.resolver.resolve import resolve_structure
 
 LANGUAGE_MODEL_RULE = "language_model"
 

@@ -1,0 +1,51 @@
+"""Issue contract: on every legacy recipe, the intent-equivalent new config runs, and what it
+changes against the legacy frozen set is recorded as data (a syrupy snapshot), not as a failure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.freeze.intent import translate_intent
+from mmfreeze.freeze.new import addressable_paths, plan_new_freeze, roles_by_modality
+from mmfreeze.freeze.plan import frozen_after
+from mmfreeze.freeze.summary import parameter_groups
+from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.loader import load_structure
+from mmfreeze.recipes.discovery import find_recipes
+from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.resolver.resolve import resolve_structure
+from tests.conftest import LEGACY_CORPUS
+
+
+def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
+    legacy = compute_frozen_set(load_structure(recipe, cache).structure, recipe.document, source=recipe.display_path)
+    if legacy.vocabulary == "absent":
+        return {"vocabulary": "absent"}
+    inventory = resolve_structure(legacy.structure, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path))
+    translation = translate_intent(
+        recipe.freeze_config, roles_by_modality=roles_by_modality(inventory), module_paths=addressable_paths(inventory)
+    )
+    plan = plan_new_freeze(legacy.structure, translation.section, inventory=inventory)
+    intent = frozen_after(legacy.structure, plan)
+    groups = parameter_groups(inventory)
+    return {
+        "intent": translation.section,
+        "notes": list(translation.notes),
+        "newly_frozen": dict(sorted(Counter(groups[n] for n in intent - legacy.frozen).items())),
+        "newly_trainable": dict(sorted(Counter(groups[n] for n in legacy.frozen - intent).items())),
+    }
+
+
+@pytest.mark.slow
+def test_intent_translation_differences_on_the_legacy_corpus(snapshot: Any) -> None:
+    cache = StructureCache(None)
+    differences = {
+        path.relative_to(LEGACY_CORPUS).as_posix(): intent_difference(load_recipe(path), cache)
+        for path in find_recipes([LEGACY_CORPUS])
+    }
+    assert differences == snapshot
