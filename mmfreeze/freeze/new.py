@@ -35,10 +35,14 @@ def addressable_paths(inventory: ResolvedInventory) -> set[str]:
 
 
 def plan_new_freeze(
-    structure: ModelStructure, section: Any, *, source: str | None = None, inventory: ResolvedInventory | None = None
+    structure: ModelStructure,
+    section: FreezeConfig | Any,
+    *,
+    source: str | None = None,
+    inventory: ResolvedInventory | None = None,
 ) -> FreezePlan:
     """Validate ``section`` against the model and plan what it freezes (raw parameter names)."""
-    config = parse_freeze_config(section, source=source)
+    config = section if isinstance(section, FreezeConfig) else parse_freeze_config(section, source=source)
     inventory = inventory if inventory is not None else resolve_structure(structure)
     check_against_model(
         config,

@@ -65,7 +65,8 @@ def test_freeze_embeddings_and_unknown_keys_are_ignored(ignored: dict) -> None:
 def test_apply_never_unfreezes_and_returns_what_it_froze() -> None:
     model = Toy()
     model.decoder.weight.requires_grad_(False)
-    plan = apply_legacy_freeze_config(model, {"freeze_vision_tower": False})
-    assert plan.frozen == frozenset() and not model.decoder.weight.requires_grad
+    result = apply_legacy_freeze_config(model, {"freeze_vision_tower": False})
+    assert result.plan.frozen == frozenset() and result.frozen == {"decoder.weight"}
+    assert not model.decoder.weight.requires_grad
     apply_legacy_freeze_config(model, {})
     assert not model.encoder.weight.requires_grad and model.decoder.bias.requires_grad

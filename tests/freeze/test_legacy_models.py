@@ -73,7 +73,7 @@ def test_lora_adapters_inside_a_matched_module_are_frozen() -> None:
         vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 32, "num_heads": 2, "mlp_ratio": 2},
     )
     model = get_peft_model(Qwen2VLForConditionalGeneration(config), LoraConfig(r=2, target_modules=["qkv", "q_proj"]))
-    plan = apply_legacy_freeze_config(model, VISION_ONLY)
+    plan = apply_legacy_freeze_config(model, VISION_ONLY).plan
     vision_lora = [n for n, _ in model.named_parameters() if "lora_" in n and ".visual." in n]
     text_lora = [p for n, p in model.named_parameters() if "lora_" in n and ".language_model." in n]
     assert vision_lora and set(vision_lora) <= plan.frozen
