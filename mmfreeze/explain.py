@@ -4,11 +4,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
+from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.models.loader import LoadedStructure
+from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.resolver.inventory import ResolvedInventory
+from mmfreeze.resolver.resolve import resolve_structure
+
+
+def explain_recipe(loaded: LoadedStructure) -> dict[str, Any]:
+    """The whole explanation: model, resolved multimodal modules, what is frozen."""
+    recipe = loaded.recipe
+    frozen = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
+    inventory = resolve_structure(
+        frozen.structure, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
+    )
+    return {
+        **explain_model(loaded),
+        "multimodal_modules": explain_inventory(inventory),
+        "language_model": {
+            "parts": dict(inventory.language_model.parts),
+            "tied_lm_head": inventory.language_model.tied_lm_head,
+            "parameters": inventory.language_model.numel,
+        },
+        "freezing": {
+            **explain_freezing(frozen, inventory),
+            "lora_adapter_tensors": len(frozen.structure.parameters) - len(loaded.structure.parameters),
+        },
+    }
 
 
 def explain_model(loaded: LoadedStructure) -> dict[str, Any]:
-    """The model section of an explanation: which class, from which config, how large."""
+    """Which class, from which config, how large."""
     structure = loaded.structure
     return {
         "recipe": loaded.recipe.display_path,
@@ -24,4 +51,41 @@ def explain_model(loaded: LoadedStructure) -> dict[str, Any]:
         "parameters": structure.total_numel,
         "parameter_tensors": len(structure.parameters),
         "tied_aliases": sum(len(info.aliases) for info in structure.parameters),
+    }
+
+
+def explain_inventory(inventory: ResolvedInventory) -> list[dict[str, Any]]:
+    return [
+        {
+            "path": info.spec.path,
+            "modality": info.spec.modality,
+            "role": info.spec.role,
+            "conditionally_executed": info.spec.conditionally_executed,
+            "parameters": info.numel,
+            "source": info.source,
+        }
+        for info in inventory.modules
+    ]
+
+
+def explain_freezing(frozen: FrozenSetResult, inventory: ResolvedInventory) -> dict[str, Any]:
+    trainable = [info for info in frozen.structure.parameters if info.name not in frozen.frozen]
+    return {
+        "vocabulary": frozen.vocabulary,
+        "frozen_tensors": len(frozen.frozen),
+        "frozen_parameters": frozen.frozen_numel,
+        "trainable_tensors": len(trainable),
+        "trainable_parameters": sum(info.numel for info in trainable),
+        "groups": [
+            {
+                "group": group.group,
+                "path": group.path,
+                "state": group.state,
+                "frozen_tensors": group.frozen_tensors,
+                "tensors": group.tensors,
+                "frozen_parameters": group.frozen_numel,
+                "parameters": group.numel,
+            }
+            for group in summarize_frozen(inventory, frozen.structure, frozen.frozen)
+        ],
     }

@@ -14,7 +14,7 @@ from mmfreeze.cli.console import out, report_error, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.explain import explain_model
+from mmfreeze.explain import explain_recipe
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
 
@@ -27,7 +27,7 @@ def explain(
     recipe: Path, output_format: str, allow_network: bool, allow_targets: tuple[str, ...],
     cache_dir: Path | None, no_cache: bool,
 ) -> None:
-    """Build RECIPE's model on the meta device and explain it."""
+    """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     warn_on_transformers_version()
     try:
         loaded = load_structure(
@@ -35,27 +35,62 @@ def explain(
             structure_cache(cache_dir, no_cache),
             allow_network=allow_network,
         )
+        explanation = explain_recipe(loaded)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
-    explanation = explain_model(loaded)
     if output_format == "json":
         click.echo(json.dumps(explanation, indent=2))
     else:
-        _print_text(explanation)
+        _print_model(explanation)
+        _print_modules(explanation)
+        _print_freezing(explanation["freezing"])
 
 
-def _print_text(explanation: dict[str, Any]) -> None:
-    table = Table(title=escape(explanation["recipe"]), show_header=False)
+def _print_model(explanation: dict[str, Any]) -> None:
+    table = Table(title=escape(explanation["recipe"]), show_header=False, title_justify="left")
     source = explanation["config_source"]
+    provenance = f", {source['provenance']}" if source["provenance"] else ""
     rows = [
         ("model id", explanation["model_id"]),
         ("architecture", explanation["architecture"]),
         ("auto class", explanation["auto_class"]),
-        ("config source", f"{source['kind']} ({source['location']})" + (f", {source['provenance']}" if source["provenance"] else "")),
+        ("config source", f"{source['kind']} ({source['location']}){provenance}"),
         ("parameters", f"{explanation['parameters']:,}"),
         ("parameter tensors", f"{explanation['parameter_tensors']:,} (+{explanation['tied_aliases']} tied aliases)"),
+        ("language model", ", ".join(f"{k}: {v}" for k, v in explanation["language_model"]["parts"].items())
+         + (" (lm_head tied)" if explanation["language_model"]["tied_lm_head"] else "")),
     ]
     for name, value in rows:
         table.add_row(name, escape(str(value)))
     out.print(table)
+
+
+def _print_modules(explanation: dict[str, Any]) -> None:
+    table = Table(title="multimodal modules", title_justify="left")
+    for column in ("path", "modality", "role", "conditional", "parameters", "source"):
+        table.add_column(column, justify="right" if column == "parameters" else "left")
+    for module in explanation["multimodal_modules"]:
+        table.add_row(
+            escape(module["path"]), escape(module["modality"]), escape(str(module["role"])),
+            "yes" if module["conditionally_executed"] else "no", f"{module['parameters']:,}", module["source"],
+        )
+    out.print(table)
+
+
+def _print_freezing(freezing: dict[str, Any]) -> None:
+    title = f"freezing ({freezing['vocabulary']} vocabulary"
+    title += f", {freezing['lora_adapter_tensors']} LoRA adapter tensors)" if freezing["lora_adapter_tensors"] else ")"
+    table = Table(title=title, title_justify="left")
+    for column in ("group", "path", "state", "frozen tensors", "frozen parameters"):
+        table.add_column(column)
+    for group in freezing["groups"]:
+        table.add_row(
+            escape(group["group"]), escape(str(group["path"] or "")), group["state"],
+            f"{group['frozen_tensors']}/{group['tensors']}", f"{group['frozen_parameters']:,}/{group['parameters']:,}",
+        )
+    out.print(table)
+    out.print(
+        f"frozen: {freezing['frozen_tensors']:,} tensors, {freezing['frozen_parameters']:,} parameters; "
+        f"trainable: {freezing['trainable_tensors']:,} tensors, {freezing['trainable_parameters']:,} parameters"
+    )
