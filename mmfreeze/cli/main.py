@@ -6,6 +6,7 @@ import click
 
 from mmfreeze import __version__
 from mmfreeze.cli.explain import explain
+from mmfreeze.cli.snapshot import snapshot
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,6 +16,7 @@ def cli() -> None:
 
 
 cli.add_command(explain)
+cli.add_command(snapshot)
 
 
 def main() -> None:

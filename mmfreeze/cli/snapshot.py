@@ -1,0 +1,113 @@
+"""`mmfreeze snapshot PATHS`: compare every recipe's frozen set with its stored snapshot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import Progress
+
+from mmfreeze.cli.console import err, out, report_error
+from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
+from mmfreeze.cli.options import model_loading_options
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.recipes.discovery import find_recipes
+from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
+from mmfreeze.snapshots.render import RENDERERS
+from mmfreeze.snapshots.results import SnapshotRunResult
+from mmfreeze.snapshots.run import Mode, RunRequest, run_snapshots
+
+EPILOG = (
+    "Without --update or --check, new recipes get their snapshot written and changes fail "
+    "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
+    "input error, changed, missing, orphaned. " + EXIT_CODE_HELP
+)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pick_mode(update: bool, check: bool) -> Mode:
+    if update and check:
+        raise click.UsageError("--update and --check exclude each other")
+    if update:
+        return "update"
+    return "check" if check or in_ci() else "new-only"
+
+
+def exit_code_for(result: SnapshotRunResult) -> ExitCode:
+    """The first that applies: input error, changed, missing, orphaned; else OK."""
+    if result.with_status("input_error"):
+        return ExitCode.INPUT_ERROR
+    if result.with_status("changed"):
+        return ExitCode.CHANGED
+    if result.with_status("missing"):
+        return ExitCode.MISSING
+    if any(not orphan.deleted for orphan in result.orphans):
+        return ExitCode.ORPHANED
+    return ExitCode.OK
+
+
+@click.command(epilog=EPILOG)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--update", is_flag=True, help="Accept every change: write changed and new snapshots, delete orphans.")
+@click.option("--check", is_flag=True, help="Write nothing; fail on any change, missing or orphaned snapshot (default when $CI is set).")
+@click.option("--snapshot-dir", type=click.Path(path_type=Path, file_okay=False), default=Path(DEFAULT_SNAPSHOT_DIR), show_default=True, help="Snapshot folder; each recipe's file is <dir>/<recipe path>.frozen.txt.")
+@click.option("--report", "report_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True, help="Report format: text for a terminal, markdown for a pull-request comment, json for machines.")
+@click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary line.")
+@model_loading_options
+def snapshot(
+    paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path, report_format: str,
+    report_file: Path | None, quiet: bool, allow_network: bool, allow_targets: tuple[str, ...],
+    cache_dir: Path | None, no_cache: bool,
+) -> None:
+    """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
+    mode = pick_mode(update, check)
+    root = Path.cwd()
+    try:
+        recipes = find_recipes(paths)
+        for path in paths:
+            recipe_key(path, root)
+        request = RunRequest(
+            paths=paths, root=root, snapshot_dir=snapshot_dir, mode=mode, allow_targets=allow_targets,
+            cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network,
+        )
+        result = _run(request, total=len(recipes), show=not (quiet or in_ci()))
+    except MmfreezeError as error:
+        report_error(error)
+        raise SystemExit(ExitCode.INPUT_ERROR) from None
+    _emit(RENDERERS[report_format](result.outcomes, result.orphans), report_format, report_file)
+    if not quiet:
+        _print_summary(result, mode)
+    raise SystemExit(exit_code_for(result))
+
+
+def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:
+    with Progress(console=err, transient=True, disable=not show) as progress:
+        task = progress.add_task("checking snapshots", total=total)
+        return run_snapshots(request, on_progress=lambda done, _: progress.update(task, completed=done))
+
+
+def _emit(text: str, report_format: str, report_file: Path | None) -> None:
+    if report_file is not None:
+        report_file.write_text(text + "\n", encoding="utf-8")
+    elif report_format == "text":
+        if text:
+            out.print(text, markup=False)
+    else:
+        click.echo(text)
+
+
+def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
+    counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in
+              ("passed", "changed", "missing", "written", "updated", "input_error")]
+    orphaned = sum(not orphan.deleted for orphan in result.orphans)
+    deleted = len(result.orphans) - orphaned
+    counts += [f"{orphaned} orphaned", f"{deleted} deleted"]
+    err.print(f"[bold]snapshots[/] ({escape(mode)}): " + ", ".join(c for c in counts if not c.startswith("0 ")))
+    if result.with_status("changed", "missing") or orphaned:
+        err.print("review the report, then accept with `mmfreeze snapshot --update PATHS`", markup=False)

@@ -1,0 +1,101 @@
+"""The snapshot file: a short stable header, then the frozen parameter names (pure text <-> data).
+
+Example::
+
+    # mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`.
+    format: 1
+    recipe: example_configs/vlm_finetune/qwen2_5_vl/cord_v2.yaml
+    model_id: Qwen/Qwen2.5-VL-3B-Instruct
+    architecture: Qwen2_5_VLForConditionalGeneration
+    vocabulary: legacy
+    frozen_tensors: 390
+    trainable_tensors: 435
+    frozen_parameters: 668538880
+    trainable_parameters: 3085938688
+    ---
+    model.visual.blocks.{0..31}.attn.proj.bias
+    ...
+
+Everything in it is decided by the recipe, its model config and the freezing rules: no times,
+no absolute paths, no library versions. ``format`` changes deliberately invalidate every snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from mmfreeze.exceptions import SnapshotError
+from mmfreeze.snapshots.compress import compress_names, expand_lines
+
+FORMAT_VERSION = 1
+TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
+SEPARATOR = "---"
+_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotHeader:
+    """What a reviewer reads before the names; compared field by field in reports."""
+
+    recipe: str
+    """Recipe path relative to the snapshot run's root, ``/``-separated."""
+    model_id: str
+    architecture: str
+    """Class name of the built model."""
+    vocabulary: str
+    """``absent``, ``legacy`` or ``new``: which engine computed the set."""
+    frozen_tensors: int
+    trainable_tensors: int
+    frozen_parameters: int
+    """Frozen element count (numel)."""
+    trainable_parameters: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    header: SnapshotHeader
+    frozen: frozenset[str]
+
+
+_INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
+
+
+def render_snapshot(snapshot: Snapshot) -> str:
+    """The file text; identical input gives identical bytes."""
+    header = snapshot.header
+    for value in (header.recipe, header.model_id, header.architecture, *snapshot.frozen):
+        if _LINE_BREAKS & set(value) or not value:
+            raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=header.recipe)
+    lines = [TITLE, f"format: {FORMAT_VERSION}"]
+    lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]
+    lines.append(SEPARATOR)
+    lines += compress_names(snapshot.frozen)
+    return "\n".join(lines) + "\n"
+
+
+def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
+    """Read back :func:`render_snapshot`'s text; anything else is a :class:`SnapshotError`."""
+    head, separator, body = text.partition(f"\n{SEPARATOR}\n")
+    if not separator:
+        raise SnapshotError(f"no `{SEPARATOR}` line between header and names", source=source)
+    values = _header_values(head.split("\n"), source=source)
+    if values.pop("format", None) != str(FORMAT_VERSION):
+        raise SnapshotError(f"not a format {FORMAT_VERSION} snapshot; regenerate it with --update", source=source)
+    try:
+        header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
+    except (TypeError, ValueError) as error:
+        raise SnapshotError(f"bad header: {error}", source=source) from error
+    return Snapshot(header=header, frozen=frozenset(expand_lines(line for line in body.split("\n") if line)))
+
+
+def _header_values(lines: list[str], *, source: str | None) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for line in lines:
+        if line.startswith("#") or not line:
+            continue
+        key, colon, value = line.partition(": ")
+        if not colon:
+            raise SnapshotError(f"header line is not `key: value`: {line!r}", source=source)
+        values[key] = value
+    return values

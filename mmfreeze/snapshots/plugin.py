@@ -1,0 +1,218 @@
+"""pytest plugin: one test item per recipe, compared with its snapshot through syrupy.
+
+Used by `mmfreeze snapshot` (one ``pytest.main`` session per call) and, through the ``pytest11``
+entry point, by any repository's own test run::
+
+    [tool.pytest.ini_options]
+    testpaths = ["tests", "recipes"]     # pytest must walk the recipe folders
+    mmfreeze_recipes = ["recipes"]       # YAML files below these are recipes
+    mmfreeze_snapshot_dir = "snapshots"  # default
+
+``pytest --snapshot-update`` accepts changes; syrupy reports snapshots whose recipe is gone as unused.
+Nothing is collected while ``mmfreeze_recipes`` is empty, so installing mmfreeze changes no other run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.location import PyTestLocation
+
+from mmfreeze.exceptions import MmfreezeError, SnapshotError
+from mmfreeze.models.cache import StructureCache, default_cache_dir
+from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, SKIPPED_DIRS
+from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
+from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot
+from mmfreeze.snapshots.diff import diff_snapshots
+from mmfreeze.snapshots.extension import RecipeSnapshotExtension
+from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
+from mmfreeze.snapshots.grouping import grouper
+from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key, recipe_path, snapshot_path
+from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
+
+RUN_KEY = pytest.StashKey["SnapshotRun"]()
+
+
+@dataclass(kw_only=True)
+class SnapshotRun:
+    """Settings and results of the recipes checked in one pytest session."""
+
+    root: Path
+    snapshot_dir: Path
+    recipe_roots: tuple[Path, ...]
+    only_recipes: bool
+    loading: LoadingOptions
+    result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
+
+    def is_recipe(self, path: Path) -> bool:
+        return path.suffix in RECIPE_SUFFIXES and any(path.is_relative_to(r) for r in self.recipe_roots)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mmfreeze", "frozen-parameter snapshots of training recipes")
+    group.addoption("--mmfreeze-recipes", action="append", default=[], metavar="PATH",
+                    help="Folder or file whose YAML recipes get a snapshot test (repeatable).")
+    parser.addini("mmfreeze_recipes", "Folders or files whose YAML recipes get a snapshot test.", type="paths", default=[])
+    group.addoption("--mmfreeze-snapshot-dir", default=None, metavar="DIR",
+                    help=f"Snapshot folder (default: {DEFAULT_SNAPSHOT_DIR}/ under the rootdir).")
+    parser.addini("mmfreeze_snapshot_dir", "Snapshot folder, relative to the rootdir.", default=DEFAULT_SNAPSHOT_DIR)
+    group.addoption("--mmfreeze-only", action="store_true", help="Collect recipes and nothing else.")
+    group.addoption("--mmfreeze-allow-target", action="append", default=[], metavar="TARGET=AutoModelFor...")
+    group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Structure cache folder.")
+    group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no structure cache.")
+    group.addoption("--mmfreeze-allow-network", action="store_true", help="Fetch configs from the hub.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.option
+    root = config.rootpath
+    cache_dir = None if option.mmfreeze_no_cache else Path(option.mmfreeze_cache_dir or default_cache_dir())
+    targets = dict(DEFAULT_TARGETS)
+    targets.update(parse_target_assignment(text) for text in option.mmfreeze_allow_target)
+    config.stash[RUN_KEY] = SnapshotRun(
+        root=root,
+        snapshot_dir=(root / (option.mmfreeze_snapshot_dir or config.getini("mmfreeze_snapshot_dir"))).absolute(),
+        recipe_roots=tuple(
+            (root / path).absolute() for path in [*option.mmfreeze_recipes, *config.getini("mmfreeze_recipes")]
+        ),
+        only_recipes=option.mmfreeze_only,
+        loading=LoadingOptions(
+            allowed_targets=targets, cache=StructureCache(cache_dir), allow_network=option.mmfreeze_allow_network
+        ),
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    run = config.stash[RUN_KEY]
+    if collection_path.is_dir():
+        return True if collection_path.name in SKIPPED_DIRS and run.recipe_roots else None
+    # `mmfreeze snapshot .` must not import the repository's own test modules.
+    return True if run.only_recipes and not run.is_recipe(collection_path.absolute()) else None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    run = parent.config.stash[RUN_KEY]
+    if run.is_recipe(file_path.absolute()):
+        return RecipeFile.from_parent(parent, path=file_path)
+    return None
+
+
+class RecipeFile(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        return [RecipeItem.from_parent(self, name=self.path.name)]
+
+
+class SnapshotMismatch(Exception):
+    """A recipe's frozen set differs from its snapshot, or the snapshot is missing."""
+
+
+class RecipeItem(pytest.Item):
+    """One recipe's snapshot check. Carries what :class:`RecipeSnapshotExtension` needs to find its file."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        run = self.config.stash[RUN_KEY]
+        self.root = run.root
+        self.snapshot_dir = run.snapshot_dir
+        self.recipe_key = recipe_key(self.path, run.root)
+        self.snapshot_path = snapshot_path(self.path, run.root, run.snapshot_dir)
+
+    @property
+    def obj(self) -> Any:
+        # syrupy's PyTestLocation names a test after its function's module and name.
+        return self.runtest
+
+    def runtest(self) -> None:
+        run = self.config.stash[RUN_KEY]
+        try:
+            computed = compute_snapshot(self.path, self.recipe_key, run.loading)
+            text = render_snapshot(computed.snapshot)
+        except MmfreezeError as error:
+            self._record(status="input_error", message=str(error))
+            raise SnapshotMismatch(f"input error: {error}") from None
+        assertion = SnapshotAssertion(
+            update_snapshots=self.config.option.update_snapshots,
+            update_new_snapshots_only=self.config.option.update_new_snapshots_only,
+            extension_class=RecipeSnapshotExtension,
+            test_location=PyTestLocation(self),
+            session=self.config._syrupy,  # type: ignore[attr-defined]
+        )
+        assertion == text  # noqa: B015  records the execution; the outcome is read from it below
+        outcome = self._outcome(assertion.executions[0], computed)
+        run.result.outcomes.append(outcome)
+        if outcome.status in ("changed", "missing"):
+            raise SnapshotMismatch(_failure_text(outcome))
+
+    def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
+        stored = execution.recalled_data
+        if stored is None:
+            return self._build("written" if execution.success else "missing")
+        if execution.success and not execution.updated:
+            return self._build("passed")
+        status = "updated" if execution.success else "changed"
+        try:
+            old = parse_snapshot(stored, source=_relative(self.snapshot_path, self.root))
+        except SnapshotError as error:
+            return self._build(status, message=str(error))
+        structure = computed.result.structure
+        change = diff_snapshots(
+            old, computed.snapshot,
+            numel_of={info.name: info.numel for info in structure.parameters},
+            group_of=grouper(structure),
+        )
+        return self._build(status, change=change)
+
+    def _build(self, status: Any, **details: Any) -> RecipeOutcome:
+        return RecipeOutcome(recipe=self.recipe_key, snapshot=_relative(self.snapshot_path, self.root), status=status, **details)
+
+    def _record(self, **fields: Any) -> None:
+        self.config.stash[RUN_KEY].result.outcomes.append(self._build(**fields))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, SnapshotMismatch):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"snapshot of {self.recipe_key}"
+
+
+def _failure_text(outcome: RecipeOutcome) -> str:
+    if outcome.status == "missing":
+        return f"{outcome.recipe}: no snapshot at {outcome.snapshot}; accept with --snapshot-update"
+    from mmfreeze.snapshots.render import render_text
+
+    return render_text([outcome], [])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Record the snapshots syrupy found unused (their recipe is gone), after it deleted any."""
+    run = session.config.stash[RUN_KEY]
+    report = getattr(getattr(session.config, "_syrupy", None), "report", None)
+    if report is None or report.disable_unused_snapshots:
+        return
+    for collection in report.unused:
+        location = Path(collection.location)
+        deleted = not location.exists()
+        if deleted:
+            _prune_empty_folders(location.parent, run.snapshot_dir)
+        run.result.orphans.append(Orphan(
+            snapshot=_relative(location, run.root),
+            recipe=_relative(recipe_path(location, run.root, run.snapshot_dir), run.root),
+            deleted=deleted,
+        ))
+
+
+def _prune_empty_folders(folder: Path, stop: Path) -> None:
+    while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

@@ -1,0 +1,126 @@
+"""Reports of a snapshot run: plain text (terminal, pytest failures), Markdown (pull-request
+comment), JSON (machines). Pure: results in, text out."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+
+from mmfreeze.snapshots.compress import compress_names
+from mmfreeze.snapshots.diff import ModuleGroup, RecipeChange
+from mmfreeze.snapshots.results import Orphan, RecipeOutcome
+
+STATUS_TITLES = {
+    "changed": "changed", "updated": "accepted change", "missing": "missing snapshot",
+    "written": "new snapshot written", "input_error": "input error", "passed": "unchanged",
+}
+
+
+def _count(tensors: int, parameters: int) -> str:
+    return f"{tensors:,} tensors / {parameters:,} params"
+
+
+def _text_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
+    if not groups:
+        return
+    yield f"  {title}: {_count(sum(g.tensors for g in groups), sum(g.parameters for g in groups))}"
+    for group in groups:
+        yield f"    {group.label}: {_count(group.tensors, group.parameters)}"
+        yield from (f"      {line}" for line in compress_names(group.names))
+
+
+def _text_change(change: RecipeChange) -> Iterator[str]:
+    for header in change.header_changes:
+        yield f"  {header.field}: {header.old} -> {header.new}"
+    yield from _text_groups("newly frozen", change.newly_frozen)
+    yield from _text_groups("newly trainable", change.newly_trainable)
+
+
+def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
+    """Every outcome but ``passed``, then orphans; the caller prints it without markup."""
+    lines: list[str] = []
+    for outcome in outcomes:
+        if outcome.status == "passed":
+            continue
+        lines.append(f"{outcome.recipe}: {STATUS_TITLES[outcome.status]} ({outcome.snapshot})")
+        if outcome.message:
+            lines.append(f"  {outcome.message}")
+        if outcome.change is not None:
+            lines.extend(_text_change(outcome.change))
+    for orphan in orphans:
+        verb = "deleted" if orphan.deleted else "orphaned"
+        lines.append(f"{orphan.snapshot}: {verb} snapshot (recipe {orphan.recipe} is gone)")
+    return "\n".join(lines)
+
+
+def render_json(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
+    counts = {status: sum(o.status == status for o in outcomes) for status in STATUS_TITLES}
+    counts["orphaned"] = len(orphans)
+    payload = {
+        "summary": counts,
+        "recipes": [asdict(outcome) for outcome in outcomes],
+        "orphans": [asdict(orphan) for orphan in orphans],
+    }
+    return json.dumps(payload, indent=2, sort_keys=True)
+
+
+def _md_code(text: str) -> str:
+    # A code span cannot hold a backtick run of its own length; table cells cannot hold `|`.
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text.replace('|', '&#124;')}{fence}"
+
+
+def _md_summary_row(outcome: RecipeOutcome) -> str:
+    change = outcome.change
+    frozen = _count(change.newly_frozen_tensors, change.newly_frozen_parameters) if change else ""
+    trainable = _count(change.newly_trainable_tensors, change.newly_trainable_parameters) if change else ""
+    return f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} |"
+
+
+def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
+    if not groups:
+        return
+    yield f"**{title}**\n"
+    yield "| module | tensors | parameters |"
+    yield "|---|---:|---:|"
+    yield from (f"| {_md_code(g.label)} | {g.tensors:,} | {g.parameters:,} |" for g in groups)
+    yield ""
+    yield "```text"
+    yield from (line for group in groups for line in compress_names(group.names))
+    yield "```\n"
+
+
+def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
+    change = outcome.change
+    yield f"<details><summary>{html.escape(outcome.recipe)}: {STATUS_TITLES[outcome.status]}</summary>\n"
+    if outcome.message:
+        yield f"{html.escape(outcome.message)}\n"
+    if change is not None and change.header_changes:
+        yield "| field | stored | now |"
+        yield "|---|---|---|"
+        yield from (f"| {h.field} | {_md_code(str(h.old))} | {_md_code(str(h.new))} |" for h in change.header_changes)
+        yield ""
+    if change is not None:
+        yield from _md_groups("Newly frozen", change.newly_frozen)
+        yield from _md_groups("Newly trainable", change.newly_trainable)
+    yield "</details>\n"
+
+
+def render_markdown(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
+    """A pull-request comment: summary table first, each recipe's details folded."""
+    shown = [outcome for outcome in outcomes if outcome.status != "passed"]
+    lines = ["### mmfreeze: frozen-parameter changes", ""]
+    if not shown and not orphans:
+        return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", ""])
+    lines += ["| recipe | status | newly frozen | newly trainable |", "|---|---|---|---|"]
+    lines += [_md_summary_row(outcome) for outcome in shown]
+    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot | | |" for o in orphans]
+    lines.append(f"\n{len(outcomes) - len(shown)} other recipes unchanged.\n")
+    for outcome in shown:
+        lines.extend(_md_details(outcome))
+    return "\n".join(lines)
+
+
+RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}

@@ -1,0 +1,43 @@
+"""What a snapshot run found, per recipe and per orphaned snapshot (plain data, JSON-ready)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mmfreeze.snapshots.diff import RecipeChange
+
+Status = Literal["passed", "changed", "missing", "written", "updated", "input_error"]
+"""``written``: a missing snapshot was stored; ``updated``: a changed one was accepted."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecipeOutcome:
+    recipe: str
+    """Recipe path relative to the run's root."""
+    snapshot: str
+    """Snapshot path relative to the run's root."""
+    status: Status
+    message: str | None = None
+    """Why: the input error, or why no detailed change could be computed."""
+    change: RecipeChange | None = None
+    """For ``changed`` and ``updated``: what moved."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Orphan:
+    snapshot: str
+    recipe: str
+    """The recipe path the snapshot belongs to, which no longer exists."""
+    deleted: bool
+
+
+@dataclass(kw_only=True)
+class SnapshotRunResult:
+    """Filled in by the pytest plugin during one session."""
+
+    outcomes: list[RecipeOutcome] = field(default_factory=list)
+    orphans: list[Orphan] = field(default_factory=list)
+
+    def with_status(self, *statuses: Status) -> list[RecipeOutcome]:
+        return [outcome for outcome in self.outcomes if outcome.status in statuses]

@@ -1,0 +1,100 @@
+"""Run the snapshot checks of some recipe paths as one pytest session, and collect what it found.
+
+One session per call: pytest caches imported modules, so a second ``pytest.main`` in the same
+process could serve stale state. The session loads only syrupy and our plugin (no autoloaded
+plugins, no conftest, no ini file, no cache folder), so a check writes nothing anywhere.
+
+Orphan scope: pytest gets each recipe folder *and* that folder's mirror under the snapshot
+folder as paths. syrupy treats a snapshot under a directory path whose recipe is gone as unused
+(reported; deleted by ``--update``); snapshots outside the given folders, and every snapshot when
+only recipe files are given, are never looked at. Snapshots of recipes that still exist are never
+unused (see :class:`~mmfreeze.snapshots.extension.RecipeSnapshotExtension`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from mmfreeze.exceptions import SnapshotError
+from mmfreeze.snapshots.layout import scope_dir
+from mmfreeze.snapshots.plugin import RUN_KEY
+from mmfreeze.snapshots.results import SnapshotRunResult
+
+Mode = Literal["check", "update", "new-only"]
+"""``check`` writes nothing; ``update`` accepts every change and deletes orphans; ``new-only``
+writes snapshots for new recipes and leaves existing ones to review."""
+
+MODE_FLAGS: dict[str, list[str]] = {
+    "check": [], "update": ["--snapshot-update"], "new-only": ["--snapshot-update-new-only"],
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    paths: tuple[Path, ...]
+    root: Path
+    """Recipe and snapshot paths are stored relative to this folder (the working directory)."""
+    snapshot_dir: Path
+    mode: Mode
+    allow_targets: tuple[str, ...] = ()
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    allow_network: bool = False
+
+
+def pytest_args(request: RunRequest) -> list[str]:
+    snapshot_dir = (request.root / request.snapshot_dir).absolute()
+    scopes = [scope_dir(path, request.root, snapshot_dir) for path in request.paths if path.is_dir()]
+    args = [str(path.absolute()) for path in request.paths]
+    args += [str(scope) for scope in scopes if scope.is_dir()]
+    args += [
+        "--disable-plugin-autoload", "-p", "syrupy", "-p", "mmfreeze.snapshots.plugin",
+        "-c", os.devnull, "--rootdir", str(request.root), "--noconftest",
+        "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
+        "--mmfreeze-only", "--mmfreeze-snapshot-dir", str(snapshot_dir),
+        *MODE_FLAGS[request.mode],
+    ]
+    args += [f"--mmfreeze-recipes={path.absolute()}" for path in request.paths]
+    args += [f"--mmfreeze-allow-target={target}" for target in request.allow_targets]
+    if request.cache_dir is not None:
+        args.append(f"--mmfreeze-cache-dir={request.cache_dir}")
+    args += ["--mmfreeze-no-cache"] * request.no_cache + ["--mmfreeze-allow-network"] * request.allow_network
+    return args
+
+
+class _Collector:
+    """Reads the plugin's results back out of the session, and reports progress."""
+
+    def __init__(self, on_progress: Callable[[int, int], None] | None) -> None:
+        self.result: SnapshotRunResult | None = None
+        self.total = 0
+        self.done = 0
+        self.on_progress = on_progress
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.done += 1
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.result = session.config.stash[RUN_KEY].result
+
+
+def run_snapshots(
+    request: RunRequest, *, on_progress: Callable[[int, int], None] | None = None
+) -> SnapshotRunResult:
+    collector = _Collector(on_progress)
+    status = pytest.main(pytest_args(request), plugins=[collector])
+    if collector.result is None or status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        raise SnapshotError(f"the snapshot session did not run (pytest exit status {int(status)})")
+    return collector.result
