@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import json
+
+from mmfreeze.snapshots.diff import HeaderChange, ModuleGroup, RecipeChange
+from mmfreeze.snapshots.render import render_json, render_markdown, render_text
+from mmfreeze.snapshots.results import Orphan, RecipeOutcome
+
+CHANGE = RecipeChange(
+    recipe="cfg/a|b.yaml",
+    header_changes=(HeaderChange(field="vocabulary", old="legacy", new="new"),),
+    newly_frozen=(ModuleGroup(label="model.vision_tower (vision tower)", tensors=2, parameters=12,
+                              names=("model.vision_tower.layers.0.w", "model.vision_tower.layers.1.w")),),
+    newly_trainable=(),
+)
+OUTCOMES = [
+    RecipeOutcome(recipe="cfg/a|b.yaml", snapshot="snapshots/cfg/a|b.yaml.frozen.txt", status="changed", change=CHANGE),
+    RecipeOutcome(recipe="cfg/ok.yaml", snapshot="snapshots/cfg/ok.yaml.frozen.txt", status="passed"),
+]
+ORPHANS = [Orphan(snapshot="snapshots/cfg/gone.yaml.frozen.txt", recipe="cfg/gone.yaml", deleted=False)]
+
+
+def test_markdown_puts_the_summary_table_before_folded_details() -> None:
+    text = render_markdown(OUTCOMES, ORPHANS)
+    assert text.index("| recipe | status |") < text.index("<details>")
+    assert "`cfg/a&#124;b.yaml`" in text  # a `|` in a path does not break the table
+    assert "model.vision_tower.layers.{0..1}.w" in text and "cfg/gone.yaml" in text
+
+
+def test_text_names_the_recipe_the_group_counts_and_the_orphan() -> None:
+    text = render_text(OUTCOMES, ORPHANS)
+    assert "cfg/a|b.yaml: changed" in text and "newly frozen: 2 tensors / 12 params" in text
+    assert "cfg/ok.yaml" not in text and "recipe cfg/gone.yaml is gone" in text
+
+
+def test_json_has_counts_and_full_names() -> None:
+    data = json.loads(render_json(OUTCOMES, ORPHANS))
+    assert data["summary"]["changed"] == 1 and data["summary"]["orphaned"] == 1
+    assert data["recipes"][0]["change"]["newly_frozen"][0]["names"] == list(CHANGE.newly_frozen[0].names)
