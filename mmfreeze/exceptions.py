@@ -17,9 +17,17 @@ class MmfreezeError(Exception):
         self.key = key
         super().__init__(self.__str__())
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Errors cross process boundaries (parallel model builds): keep source and key.
+        return (_rebuild, (type(self), self.message, self.source, self.key))
+
     def __str__(self) -> str:
         where = ": ".join(part for part in (self.source, self.key) if part)
         return f"{where}: {self.message}" if where else self.message
+
+
+def _rebuild(cls: type[MmfreezeError], message: str, source: str | None, key: str | None) -> MmfreezeError:
+    return cls(message, source=source, key=key)
 
 
 class RecipeError(MmfreezeError):

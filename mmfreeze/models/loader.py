@@ -54,14 +54,22 @@ def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
 
 def build_recipe_model(recipe: Recipe, source: ModelConfigSource) -> nn.Module:
     """The recipe's model, built on the meta device."""
+    return build_model(source.config, recipe.model.auto_class, source=recipe.display_path)
+
+
+def build_model(config: Mapping[str, Any], auto_class: str, *, source: str) -> nn.Module:
+    """A model built on the meta device from config.json content and an Auto class name."""
     from mmfreeze.models.build import build_meta_model, resolve_model_class
 
-    config = build_config(source.config, source=recipe.display_path)
+    built_config = build_config(config, source=source)
     try:
-        model_class = resolve_model_class(config, recipe.model.auto_class)
-        return build_meta_model(config, model_class)
+        return build_meta_model(built_config, resolve_model_class(built_config, auto_class))
     except ModelBuildError as error:
-        raise ModelBuildError(error.message, source=recipe.display_path, key="model") from error
+        raise ModelBuildError(error.message, source=source, key="model") from error
+
+
+def build_structure(config: Mapping[str, Any], auto_class: str, *, source: str) -> ModelStructure:
+    return structure_of(build_model(config, auto_class, source=source))
 
 
 def load_structure(recipe: Recipe, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
@@ -70,6 +78,6 @@ def load_structure(recipe: Recipe, cache: StructureCache, *, allow_network: bool
     key = structure_key(source.config, recipe.model.auto_class)
     structure = cache.get(key)
     if structure is None:
-        structure = structure_of(build_recipe_model(recipe, source))
+        structure = build_structure(source.config, recipe.model.auto_class, source=recipe.display_path)
         cache.put(key, structure)
     return LoadedStructure(recipe=recipe, source=source, structure=structure, key=key)

@@ -1,0 +1,108 @@
+"""Load many recipes' structures: one build per distinct config, spread over worker processes.
+
+Recipes that share a checkpoint share one key (config content + Auto class + library versions),
+so a corpus costs what its distinct architectures cost. Cache hits never import torch or
+transformers; misses are built in worker processes when there is more than one, each worker
+paying the library import once. Results do not depend on the worker count: a structure is a pure
+function of its key.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.models.cache import StructureCache, structure_key
+from mmfreeze.models.config_sources import ModelConfigSource
+from mmfreeze.models.loader import LoadedStructure, build_structure, find_recipe_config
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.recipe import Recipe
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class _Pending:
+    key: str
+    recipe: Recipe
+    source: ModelConfigSource
+
+
+def default_workers() -> int:
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+def load_structures(
+    recipes: Sequence[Recipe],
+    cache: StructureCache,
+    *,
+    workers: int | None = None,
+    allow_network: bool = False,
+    progress: Progress | None = None,
+) -> dict[Path, LoadedStructure | MmfreezeError]:
+    """Each recipe's structure, or the error that stopped it (the others carry on)."""
+    results: dict[Path, LoadedStructure | MmfreezeError] = {}
+    pending: dict[str, _Pending] = {}
+    found: dict[Path, tuple[Recipe, str, ModelConfigSource]] = {}
+    for recipe in recipes:
+        try:
+            source = find_recipe_config(recipe, allow_network=allow_network)
+        except MmfreezeError as error:
+            results[recipe.path] = error
+            continue
+        key = structure_key(source.config, recipe.model.auto_class)
+        found[recipe.path] = (recipe, key, source)
+        if cache.get(key) is None:
+            pending.setdefault(key, _Pending(key, recipe, source))
+    built = _build_all(list(pending.values()), workers or default_workers(), progress)
+    for key, outcome in built.items():
+        if isinstance(outcome, ModelStructure):
+            cache.put(key, outcome)
+    for path, (recipe, key, source) in found.items():
+        outcome = built.get(key) or cache.get(key)
+        results[path] = (
+            LoadedStructure(recipe=recipe, source=source, structure=outcome, key=key)
+            if isinstance(outcome, ModelStructure)
+            else _for_recipe(outcome, recipe)
+        )
+    return results
+
+
+def _for_recipe(error: MmfreezeError | None, recipe: Recipe) -> MmfreezeError:
+    """A shared build's error, restated for each recipe that uses that build."""
+    message = error.message if error is not None else "the model could not be built"
+    return type(error or MmfreezeError)(message, source=recipe.display_path, key="model")
+
+
+def _build_all(pending: list[_Pending], workers: int, progress: Progress | None) -> dict[str, ModelStructure | MmfreezeError]:
+    if not pending:
+        return {}
+    jobs = [(p.key, p.source.config, p.recipe.model.auto_class, p.recipe.display_path) for p in pending]
+    if workers <= 1 or len(jobs) == 1:
+        return dict(_report(_build_job(job), progress) for job in jobs)
+    context = multiprocessing.get_context("spawn")  # never fork a process that may hold torch threads
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        return dict(_report(outcome, progress) for outcome in pool.map(_build_job, jobs))
+
+
+def _report(outcome: tuple[str, Any], progress: Progress | None) -> tuple[str, ModelStructure | MmfreezeError]:
+    key, value = outcome
+    result = ModelStructure.from_json(value) if isinstance(value, Mapping) else value
+    if progress is not None:
+        progress(result.class_name if isinstance(result, ModelStructure) else "error")
+    return key, result
+
+
+def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[str, Any] | MmfreezeError]:
+    """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
+    key, config, auto_class, display_path = job
+    try:
+        return key, build_structure(config, auto_class, source=display_path).to_json()
+    except MmfreezeError as error:
+        return key, error
