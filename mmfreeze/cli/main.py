@@ -6,6 +6,7 @@ import click
 
 from mmfreeze import __version__
 from mmfreeze.cli.explain import explain
+from mmfreeze.cli.migrate import migrate
 from mmfreeze.cli.snapshot import snapshot
 
 
@@ -16,6 +17,7 @@ def cli() -> None:
 
 
 cli.add_command(explain)
+cli.add_command(migrate)
 cli.add_command(snapshot)
 
 

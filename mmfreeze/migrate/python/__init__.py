@@ -1,0 +1,1 @@
+"""Python rewrite rules (libcst), one per module: only literal legacy dicts are rewritten, never guessed."""

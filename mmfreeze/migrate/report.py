@@ -1,0 +1,101 @@
+"""Per-file results of a migration run, and the report in text, Markdown or JSON."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal[
+    "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
+    "python-rewritten", "unchanged", "skipped",
+]
+REPORT_FORMATS = ("text", "markdown", "json")
+PYTHON_NOTE = (
+    "Python call sites have no model: they are translated by intent with the legacy defaults written "
+    "out; the frozen-set snapshots of the recipes that use them are the check"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """A site that was not rewritten because rewriting it could not be proven safe."""
+
+    line: int
+    rule: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileResult:
+    display: str
+    old_text: str
+    new_text: str
+    status: Status
+    rules: tuple[str, ...] = ()
+    """Rule ids that changed this file."""
+    notes: tuple[str, ...] = ()
+    newly_frozen: Mapping[str, int] = field(default_factory=dict)
+    newly_trainable: Mapping[str, int] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text != self.old_text
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(
+            self.old_text.splitlines(keepends=True), self.new_text.splitlines(keepends=True),
+            fromfile=f"a/{self.display}", tofile=f"b/{self.display}",
+        ))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.display, "status": self.status, "would_change": self.changed, "rules": list(self.rules),
+            "notes": list(self.notes), "newly_frozen": dict(self.newly_frozen),
+            "newly_trainable": dict(self.newly_trainable),
+            "findings": [{"line": f.line, "rule": f.rule, "message": f.message} for f in self.findings],
+            "error": self.error,
+        }
+
+
+def summary_counts(results: Sequence[FileResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def render_json(results: Sequence[FileResult], *, mode: str) -> str:
+    return json.dumps({"format": 1, "mode": mode, "summary": summary_counts(results),
+                       "files": [r.to_json() for r in results]}, indent=2, sort_keys=False)
+
+
+def file_lines(result: FileResult) -> list[str]:
+    """The facts about one file as plain sentences (shared by the text and Markdown reports)."""
+    lines = [f"rules: {', '.join(result.rules)}"] if result.rules else []
+    if result.error:
+        lines.append(f"skipped: {result.error}")
+    lines.extend(result.notes)
+    for title, groups in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable)):
+        if groups:
+            lines.append(f"{title}: {sum(groups.values())} parameters")
+            lines.extend(f"  {count:>5}  {label}" for label, count in groups.items())
+    lines.extend(f"{result.display}:{f.line}: {f.rule} not rewritten: {f.message}" for f in result.findings)
+    return lines
+
+
+def render_markdown(results: Sequence[FileResult], *, mode: str) -> str:
+    counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
+    out = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", "| file | status | rules |", "|---|---|---|"]
+    out.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in results)
+    for result in results:
+        details = file_lines(result)
+        if details:
+            out += ["", f"### `{result.display}` — {result.status}", "", "```", *details, "```"]
+    if any(r.rules and any(rule.startswith("MF1") for rule in r.rules) or r.findings for r in results):
+        out += ["", f"> {PYTHON_NOTE}."]
+    return "\n".join(out) + "\n"

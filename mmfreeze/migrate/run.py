@@ -1,0 +1,67 @@
+"""A migration run: find files, plan every one (no writes), then write the changed ones atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.migrate.atomic import read_text_exact, write_atomic
+from mmfreeze.migrate.python_file import migrate_python
+from mmfreeze.migrate.report import FileResult
+from mmfreeze.migrate.section import Mode
+from mmfreeze.migrate.yaml_file import StructureOf, migrate_yaml
+from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
+from mmfreeze.recipes.recipe import display_path
+
+PYTHON_SUFFIXES = (".py",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrateOptions:
+    mode: Mode = "preserve"
+    disabled: frozenset[str] = frozenset()
+    allowed_targets: Mapping[str, str]
+
+
+def find_migratable(paths: Iterable[Path]) -> list[Path]:
+    """YAML recipes and Python files under ``paths`` (VCS data, environments and build folders skipped)."""
+    return list(iter_files(paths, RECIPE_SUFFIXES + PYTHON_SUFFIXES))
+
+
+def plan_files(
+    files: Iterable[Path], options: MigrateOptions, structure_of: StructureOf,
+    progress: Callable[[Path], None] = lambda _: None,
+) -> list[FileResult]:
+    """Every file's migrated text and report; nothing is written."""
+    return [_plan_file(path, options, structure_of) for path in files if progress(path) is None]
+
+
+def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf) -> FileResult:
+    display = display_path(path)
+    try:
+        text = read_text_exact(path)
+    except (OSError, UnicodeDecodeError) as error:
+        return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
+    if path.suffix in PYTHON_SUFFIXES:
+        return migrate_python(text, display=display, disabled=options.disabled)
+    return migrate_yaml(path, text, display=display, mode=options.mode, disabled=options.disabled,
+                        structure_of=structure_of, allowed_targets=options.allowed_targets)
+
+
+def write_changed(files: Iterable[Path], results: Iterable[FileResult]) -> list[MmfreezeError]:
+    """Write each changed file atomically; a failed write is returned, the others still happen."""
+    errors = []
+    for path, result in zip(files, results, strict=True):
+        if result.changed:
+            try:
+                write_atomic(path, result.new_text)
+            except MmfreezeError as error:
+                errors.append(error)
+    return errors
+
+
+def is_failure(result: FileResult, *, strict: bool) -> bool:
+    """A skipped file always fails the run; unrewritten Python sites fail it under ``--strict``."""
+    return result.status == "skipped" or (strict and bool(result.findings))

@@ -1,0 +1,28 @@
+"""MF002 frozen-multimodal-sharding: the legacy flat key moves into `distributed.multimodal`.
+
+Before::
+
+    distributed:
+      frozen_multimodal_sharding: per_layer   # cut peak memory
+
+After::
+
+    distributed:
+      multimodal:
+        frozen_sharding: per_layer   # cut peak memory
+
+An already nested `distributed.multimodal.frozen_sharding` is left alone; both at once is reported.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.migrate.rules import MF002
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.nesting import move_key
+
+RULE = MF002
+
+
+def rewrite(text: str, context: YamlContext) -> str:
+    return move_key(text, "distributed", "frozen_multimodal_sharding", ("multimodal", "frozen_sharding"),
+                    source=context.source)

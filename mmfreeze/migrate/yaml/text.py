@@ -1,0 +1,97 @@
+"""Line-level helpers for splicing YAML text: where a key's block starts and ends, its indentation.
+
+Splicing (rather than dumping a round-tripped document) is the one write path: bytes outside the
+edited block cannot change, whatever ruamel would have re-rendered differently (quotes, ``~``,
+flow style, spacing), and the caller re-parses the result to prove it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from mmfreeze.exceptions import MigrationError
+
+DEFAULT_INDENT = 2
+_TRAILING_COMMENT = re.compile(r"\s+#(?P<text>.*)$")
+_KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][\w.-]*)\s*:(?:\s|$)")
+_PLAIN_SCALAR = re.compile(r"^[A-Za-z_][\w.\-/]*$")
+
+
+def load_roundtrip(text: str, *, source: str) -> Any:
+    """The document with line/column information; a syntax error names file:line."""
+    try:
+        return YAML(typ="rt", pure=True).load(text)
+    except MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise MigrationError(f"YAML does not parse: {error.problem or error.context}", source=where) from error
+    except YAMLError as error:
+        raise MigrationError(f"YAML does not parse: {error}", source=source) from error
+
+
+def indentation(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def is_blank_or_comment(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
+
+
+def key_span(lines: list[str], start: int, column: int) -> tuple[int, int]:
+    """Lines ``[start, end)`` of the key at ``start``: its line and every more-indented line after it.
+    Trailing blank and comment lines are left out: they belong to what follows."""
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or indentation(lines[end]) > column):
+        end += 1
+    while end - 1 > start and is_blank_or_comment(lines[end - 1]):
+        end -= 1
+    return start, end
+
+
+def key_position(mapping: CommentedMap, key: str) -> tuple[int, int]:
+    """0-based (line, column) of ``key`` in ``mapping``."""
+    line, column = mapping.lc.key(key)
+    return line, column
+
+
+def detect_indent(lines: list[str]) -> int:
+    """The file's indentation step: the first indented key line under a top-level key, else 2."""
+    for line in lines:
+        if _KEY.match(line) and 0 < indentation(line) <= 8 and not line.lstrip().startswith("- "):
+            return indentation(line)
+    return DEFAULT_INDENT
+
+
+def trailing_comment(line: str) -> str | None:
+    """The ``# ...`` text at the end of a simple ``key: value`` line (quoted values are not scanned)."""
+    if "'" in line or '"' in line:
+        return None
+    match = _TRAILING_COMMENT.search(line)
+    return match.group("text").strip() if match else None
+
+
+def line_key(line: str) -> str | None:
+    match = _KEY.match(line)
+    return match.group("key") if match else None
+
+
+def scalar(value: Any) -> str:
+    """A YAML scalar for the values migration writes: booleans and module paths."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    return text if _PLAIN_SCALAR.match(text) else "'" + text.replace("'", "''") + "'"
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings kept, so joining them gives the text back byte for byte."""
+    return text.splitlines(keepends=True)
+
+
+def line_ending(lines: list[str]) -> str:
+    return "\r\n" if lines and lines[0].endswith("\r\n") else "\n"

@@ -1,0 +1,117 @@
+"""One YAML file: plan the section (needs the model), run the YAML rules on the text, prove the result.
+
+The proof: the rewritten text parses, and its data equals the old data with exactly the intended
+edits applied (new `freeze_config`, moved distributed keys). Anything else raises, so a file is
+either rewritten correctly or reported and left alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from mmfreeze.exceptions import MigrationError, MmfreezeError
+from mmfreeze.freeze.config import detect_vocabulary
+from mmfreeze.freeze.engine import trained_structure
+from mmfreeze.migrate.compare import group_parameters
+from mmfreeze.migrate.intent import intent_section
+from mmfreeze.migrate.preserve import preserve_section
+from mmfreeze.migrate.report import FileResult
+from mmfreeze.migrate.rules import MF001, MF002, MF003
+from mmfreeze.migrate.section import Mode, SectionMigration
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
+from mmfreeze.migrate.yaml.text import load_roundtrip
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.resolver import ResolvedInventory, resolve_structure
+
+StructureOf = Callable[[Recipe], ModelStructure]
+_MOVES = {MF002.id: ("frozen_multimodal_sharding", ("multimodal", "frozen_sharding")),
+          MF003.id: ("cp_vision_frame_sharding", ("multimodal", "vision", "frame_sharding"))}
+
+
+def migrate_yaml(
+    path: Path, text: str, *, display: str, mode: Mode, disabled: Collection[str],
+    structure_of: StructureOf, allowed_targets: Mapping[str, str],
+) -> FileResult:
+    """The migrated text of one YAML file and what it changes; errors become a skipped result."""
+    try:
+        load_roundtrip(text, source=display)  # a syntax error names file:line
+        document = YAML(typ="safe", pure=True).load(text)
+        if not isinstance(document, Mapping):
+            return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
+        migration, inventory = _plan(path, document, mode, disabled, structure_of, allowed_targets)
+        new_text, rules = _apply_rules(text, YamlContext(source=display, migration=migration), disabled)
+        _verify(document, new_text, migration, rules, source=display)
+    except MmfreezeError as error:
+        return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
+    return _result(display, text, new_text, rules, document, migration, inventory)
+
+
+def _plan(
+    path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
+    structure_of: StructureOf, allowed_targets: Mapping[str, str],
+) -> tuple[SectionMigration | None, ResolvedInventory | None]:
+    section = document.get("freeze_config")
+    if MF001.id in disabled or detect_vocabulary(section, source=str(path)) != "legacy":
+        return None, None
+    recipe = load_recipe(path, allowed_targets=allowed_targets)
+    trained = trained_structure(structure_of(recipe), recipe.document, source=recipe.display_path)
+    inventory = resolve_structure(trained)
+    planner = preserve_section if mode == "preserve" else intent_section
+    return planner(trained, section, inventory, source=recipe.display_path), inventory
+
+
+def _apply_rules(text: str, context: YamlContext, disabled: Collection[str]) -> tuple[str, list[str]]:
+    rules = []
+    for rule, transform in YAML_TRANSFORMS:
+        if rule.id in disabled:
+            continue
+        rewritten = transform(text, context)
+        if rewritten != text:
+            rules.append(rule.id)
+            text = rewritten
+    return text, rules
+
+
+def _verify(
+    document: Mapping[str, Any], new_text: str, migration: SectionMigration | None, rules: list[str], *, source: str
+) -> None:
+    expected = copy.deepcopy(dict(document))
+    if migration is not None:
+        expected["freeze_config"] = migration.section
+    for rule in rules:
+        if rule in _MOVES:
+            legacy, path = _MOVES[rule]
+            value = expected["distributed"].pop(legacy)
+            node = expected["distributed"]
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = value
+    if YAML(typ="safe", pure=True).load(new_text) != expected:
+        raise MigrationError("the rewritten text does not parse to the intended data; nothing written "
+                             "(please report this file)", source=source)
+
+
+def _result(
+    display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any],
+    migration: SectionMigration | None, inventory: ResolvedInventory | None,
+) -> FileResult:
+    if migration is None:
+        status = "already-migrated" if document.get("freeze_config") is not None else "no-freeze-config"
+        return FileResult(display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules))
+    section = migration
+    if section.module_reasons:
+        status = "needs-escape-hatch"
+    else:
+        status = "preserved" if section.preserved else "changed"
+    return FileResult(
+        display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules), notes=section.notes,
+        newly_frozen=group_parameters(section.newly_frozen, inventory),
+        newly_trainable=group_parameters(section.newly_trainable, inventory),
+    )
