@@ -8,7 +8,7 @@ module, which the table and the heuristic recognise).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -81,7 +81,7 @@ def _identity(structure: ModelStructure, modules: Mapping[str, str], prefix: str
     return identity
 
 
-def _parameters(structure: ModelStructure, prefix: str | None):
+def _parameters(structure: ModelStructure, prefix: str | None) -> Iterator[CanonicalParameter]:
     for info in structure.parameters:
         names = [canonical_path(raw, peft_prefix=prefix) for raw in info.names]
         kept = list(dict.fromkeys(name for name in names if name is not None))

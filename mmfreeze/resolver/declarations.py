@@ -7,7 +7,7 @@ The language-model parts always come from the best available entry, whatever gav
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mmfreeze.resolver.canonical import CanonicalStructure
@@ -59,7 +59,9 @@ def _bind_caller_spec(structure: CanonicalStructure, spec: MultimodalModuleSpec)
     return replace(spec, path=path)
 
 
-def _entry_specs(structure: CanonicalStructure, entry: ArchitectureEntry, source: SpecSource):
+def _entry_specs(
+    structure: CanonicalStructure, entry: ArchitectureEntry, source: SpecSource
+) -> Iterator[tuple[MultimodalModuleSpec, SpecSource]]:
     for decl in entry.modules:
         key = f"{structure.class_name} modules"
         path = require_path(structure, decl.paths, key=key) if decl.required else first_existing(structure, decl.paths)

@@ -23,7 +23,10 @@ from mmfreeze.resolver.inventory import (
 from mmfreeze.resolver.normalize import SourcedSpec, apply_overrides, dedupe_aliases, drop_redundant_children
 from mmfreeze.resolver.ownership import assign_owners, layer_containers
 from mmfreeze.resolver.paths import is_under
-from mmfreeze.resolver.spec import MultimodalModuleSpec
+from mmfreeze.resolver.spec import MultimodalModuleSpec, SpecSource
+
+_Owned = Mapping[str | None, list[str]]
+_Numel = Mapping[str, int]
 
 
 def resolve_structure(
@@ -79,7 +82,9 @@ def _inventory(canonical: CanonicalStructure, declaration: Declaration, specs: l
     )
 
 
-def _module_info(canonical, spec, source, owned, numel) -> ResolvedModuleInfo:
+def _module_info(
+    canonical: CanonicalStructure, spec: MultimodalModuleSpec, source: SpecSource, owned: _Owned, numel: _Numel
+) -> ResolvedModuleInfo:
     names = tuple(owned.get(spec.path, ()))
     return ResolvedModuleInfo(
         spec=spec,
@@ -91,7 +96,9 @@ def _module_info(canonical, spec, source, owned, numel) -> ResolvedModuleInfo:
     )
 
 
-def _language_model(canonical, parts: Mapping[str, str], owned, numel) -> ResolvedLanguageModel:
+def _language_model(
+    canonical: CanonicalStructure, parts: Mapping[str, str], owned: _Owned, numel: _Numel
+) -> ResolvedLanguageModel:
     names = tuple(name for path in dict.fromkeys(parts.values()) for name in owned.get(path, ()))
     return ResolvedLanguageModel(
         parts=parts,
@@ -110,7 +117,7 @@ def _is_tied(canonical: CanonicalStructure, lm_head: str | None) -> bool:
     )
 
 
-def _unowned_reasons(canonical, entry: ArchitectureEntry, unowned: Sequence[str]) -> dict[str, str]:
+def _unowned_reasons(canonical: CanonicalStructure, entry: ArchitectureEntry, unowned: Sequence[str]) -> dict[str, str]:
     aliases = {param.name: param.names for param in canonical.parameters}
     reasons = {}
     for name in unowned:
