@@ -15,6 +15,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from mmfreeze.resolver import resolve_multimodal_modules
 from mmfreeze.resolver.spec import MultimodalModuleSpec, ResolvedMultimodalModule
 
 hf_logging.set_verbosity_error()
@@ -23,7 +24,7 @@ IMAGE_TOKEN = 100
 _TEXT = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
              num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256)
 
-# Paths the resolver declares for these classes (built directly until the resolver lands).
+# Declared to the resolver explicitly, so these tests do not depend on its per-class table.
 SPECS = {
     "qwen2_vl": (
         MultimodalModuleSpec(path="model.visual", modality="vision", role="tower"),
@@ -57,10 +58,7 @@ def build_tiny(arch: str) -> torch.nn.Module:
 
 
 def resolved_modules(model: torch.nn.Module, arch: str) -> tuple[ResolvedMultimodalModule, ...]:
-    return tuple(
-        ResolvedMultimodalModule(spec=spec, module=model.get_submodule(spec.path), source="caller")
-        for spec in SPECS[arch]
-    )
+    return resolve_multimodal_modules(model, declared_specs=SPECS[arch])
 
 
 def build_batch(arch: str, kind: str, seed: int) -> dict[str, torch.Tensor]:
