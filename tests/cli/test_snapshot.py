@@ -1,0 +1,184 @@
+"""`mmfreeze snapshot` end to end, on a tiny Llava corpus copied to a temporary working directory.
+
+Each call runs in a subprocess: the command runs its own pytest session, which must not share a
+process (and syrupy's module state) with this test session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.cli.exit_codes import ExitCode
+from tests.cli.test_explain import TINY_LLAVA
+from tests.conftest import REPO_ROOT
+
+MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
+RECIPE = """\
+model:
+  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained
+  pretrained_model_name_or_path: {ckpt}
+freeze_config:
+  freeze_vision_tower: true
+  freeze_language_model: {language}
+"""
+
+
+def write_recipe(path: Path, *, language: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ckpt = os.path.relpath(_ckpt_dir(path), path.parent)
+    path.write_text(RECIPE.format(ckpt=ckpt, language=str(language).lower()))
+    return path
+
+
+def _ckpt_dir(recipe: Path) -> Path:
+    for parent in recipe.parents:
+        if (parent / "ckpt").is_dir():
+            return parent / "ckpt"
+    raise AssertionError("no ckpt folder above the recipe")
+
+
+def run(cwd: Path, *args: str, ci: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CI": "true" if ci else ""}
+    return subprocess.run([*MMFREEZE, "snapshot", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*")) if path.is_file()
+    }
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """recipes/vlm/{a,b}.yaml and recipes/other/c.yaml, with accepted snapshots."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
+    for name in ("vlm/a.yaml", "vlm/b.yaml", "other/c.yaml"):
+        write_recipe(tmp_path / "recipes" / name)
+    result = run(tmp_path, "recipes", "--update")
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    return tmp_path
+
+
+def test_update_then_check_passes_and_check_leaves_the_tree_byte_identical(corpus: Path) -> None:
+    assert (corpus / "snapshots" / "recipes" / "vlm" / "a.yaml.frozen.txt").is_file()
+    before = tree_digest(corpus)
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert tree_digest(corpus) == before
+
+
+def test_flipping_a_freeze_flag_exits_changed_and_names_the_recipe_and_moved_parameters(corpus: Path) -> None:
+    write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
+    before = tree_digest(corpus)
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.CHANGED
+    assert "recipes/vlm/a.yaml: changed" in result.stdout
+    assert "newly trainable" in result.stdout
+    assert "model.language_model.layers.{0..1}.mlp.up_proj.weight" in result.stdout
+    assert "recipes/vlm/b.yaml" not in result.stdout
+    assert tree_digest(corpus) == before
+
+
+def test_added_recipe_is_missing_under_check_and_written_by_the_local_default(corpus: Path) -> None:
+    write_recipe(corpus / "recipes" / "vlm" / "new.yaml")
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.MISSING and "recipes/vlm/new.yaml: missing snapshot" in result.stdout
+    assert run(corpus, "recipes").returncode == ExitCode.MISSING  # $CI set: the default is --check
+    result = run(corpus, "recipes", ci=False)
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert (corpus / "snapshots" / "recipes" / "vlm" / "new.yaml.frozen.txt").is_file()
+
+
+def test_deleted_recipe_is_orphaned_and_only_update_over_its_folder_deletes_the_snapshot(corpus: Path) -> None:
+    (corpus / "recipes" / "other" / "c.yaml").unlink()
+    orphan = corpus / "snapshots" / "recipes" / "other" / "c.yaml.frozen.txt"
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.ORPHANED and "recipe recipes/other/c.yaml is gone" in result.stdout
+    assert orphan.is_file()
+    result = run(corpus, "recipes", "--update")
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert not orphan.exists() and not orphan.parent.exists()
+    assert run(corpus, "recipes", "--check").returncode == ExitCode.OK
+
+
+def test_subset_runs_never_report_or_delete_other_snapshots(corpus: Path) -> None:
+    (corpus / "recipes" / "other" / "c.yaml").unlink()
+    orphan = corpus / "snapshots" / "recipes" / "other" / "c.yaml.frozen.txt"
+    for subset in ("recipes/vlm", "recipes/vlm/a.yaml"):
+        result = run(corpus, subset, "--update")
+        assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+        assert "orphan" not in result.stdout and orphan.is_file()
+
+
+def test_unloadable_recipe_is_an_input_error_the_rest_is_checked_and_its_snapshot_kept(corpus: Path) -> None:
+    (corpus / "recipes" / "vlm" / "b.yaml").write_text("model:\n  _target_: os.system\n  pretrained_model_name_or_path: x\n")
+    write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
+    result = run(corpus, "recipes", "--update")
+    assert result.returncode == ExitCode.INPUT_ERROR
+    assert "recipes/vlm/b.yaml: input error" in result.stdout and "allowlist" in result.stdout
+    assert (corpus / "snapshots" / "recipes" / "vlm" / "b.yaml.frozen.txt").is_file()
+    assert "freeze_language_model" not in (corpus / "snapshots" / "recipes" / "vlm" / "a.yaml.frozen.txt").read_text()
+    assert run(corpus, "recipes/vlm/a.yaml", "--check").returncode == ExitCode.OK
+
+
+def test_report_markdown_to_a_file_and_json_to_stdout(corpus: Path) -> None:
+    write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
+    result = run(corpus, "recipes", "--check", "--report", "markdown", "--report-file", "report.md")
+    assert result.returncode == ExitCode.CHANGED
+    markdown = (corpus / "report.md").read_text()
+    assert markdown.index("| recipe | status |") < markdown.index("<details>")
+    data = json.loads(run(corpus, "recipes", "--check", "--report", "json", "-q").stdout)
+    assert data["summary"]["changed"] == 1
+    (changed,) = [r for r in data["recipes"] if r["status"] == "changed"]
+    assert changed["recipe"] == "recipes/vlm/a.yaml" and changed["change"]["newly_trainable"]
+
+
+def test_snapshot_dir_option_puts_snapshots_elsewhere(corpus: Path) -> None:
+    result = run(corpus, "recipes/vlm", "--update", "--snapshot-dir", "frozen")
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert (corpus / "frozen" / "recipes" / "vlm" / "a.yaml.frozen.txt").is_file()
+
+
+def test_update_and_check_together_is_a_usage_error(corpus: Path) -> None:
+    assert run(corpus, "recipes", "--update", "--check").returncode == ExitCode.USAGE
+
+
+def test_missing_path_is_an_input_error(corpus: Path) -> None:
+    result = run(corpus, "nowhere", "--check")
+    assert result.returncode == ExitCode.INPUT_ERROR and "no such file" in result.stderr
+
+
+def test_warm_check_imports_neither_torch_nor_transformers(corpus: Path) -> None:
+    code = (
+        "import sys\nfrom mmfreeze.cli.main import cli\n"
+        "try:\n    cli(['snapshot', 'recipes', '--check', '-q'])\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "assert not {'torch', 'transformers'} & set(sys.modules), 'heavy import'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=corpus, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_another_repository_checks_its_recipes_in_its_own_pytest_run(corpus: Path) -> None:
+    (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = recipes\nmmfreeze_recipes = recipes\n")
+    pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout
+    write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
+    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1 and "recipes/vlm/a.yaml: changed" in result.stdout, result.stdout
+
+
+@pytest.mark.slow
+def test_committed_snapshots_match_every_example_recipe() -> None:
+    """CI fails on any unreviewed change to what the shipped recipes freeze."""
+    result = run(REPO_ROOT, "example_configs", "--check")
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
