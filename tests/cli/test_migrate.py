@@ -1,0 +1,71 @@
+"""`mmfreeze migrate` through click: --check, --diff, --report, --disable, --strict, failures per file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmfreeze.cli.main import cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "migrate" / "fixtures" / "pre_migration"
+RECIPE = FIXTURES / "vlm_finetune" / "llava" / "llava_1_5_cauldron_sweep.yaml"
+PYTHON = FIXTURES / "python" / "distill_vlm.py"
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    shutil.copy(RECIPE, tmp_path / RECIPE.name)
+    shutil.copy(PYTHON, tmp_path / PYTHON.name)
+    return tmp_path
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, ["migrate", *args, "--no-cache"])
+
+
+def test_check_exits_1_and_writes_nothing(work):
+    before = (work / RECIPE.name).read_text()
+    result = _run(str(work), "--check")
+    assert result.exit_code == 1, result.output
+    assert (work / RECIPE.name).read_text() == before
+
+
+def test_diff_prints_a_unified_diff_and_writes_nothing(work):
+    result = _run(str(work), "--diff")
+    assert "-  freeze_vision_tower: true" in result.output and "+  vision: {tower: true" in result.output
+    assert "freeze_vision_tower" in (work / RECIPE.name).read_text()
+
+
+def test_a_run_writes_then_a_second_check_is_clean(work):
+    assert _run(str(work)).exit_code == 0
+    assert "vision: {tower: true, projector: false}" in (work / RECIPE.name).read_text()
+    assert _run(str(work), "--check").exit_code == 0
+
+
+def test_json_report_lists_status_rules_and_unrewritten_python_sites(work):
+    report = json.loads(_run(str(work), "--check", "--report", "json").stdout)
+    files = {Path(f["file"]).name: f for f in report["files"]}
+    assert files[RECIPE.name]["status"] == "preserved" and files[RECIPE.name]["rules"] == ["MF001"]
+    assert files[PYTHON.name]["findings"][0]["line"] == 11
+
+
+def test_strict_makes_an_unrewritten_python_site_an_error(work):
+    assert _run(str(work / PYTHON.name), "--strict").exit_code == 3
+
+
+def test_disable_skips_a_rule_and_an_unknown_rule_is_a_usage_error(work):
+    assert _run(str(work), "--check", "--disable", "freeze-config-vocabulary").exit_code == 0
+    result = _run(str(work), "--disable", "MF999")
+    assert result.exit_code == 2 and "MF001 (freeze-config-vocabulary)" in result.output
+
+
+def test_an_unparseable_file_is_reported_with_its_line_and_the_rest_still_migrates(work):
+    (work / "broken.yaml").write_text("a: 1\nfreeze_config: [\n")
+    result = _run(str(work))
+    assert result.exit_code == 3
+    assert "broken.yaml:" in result.output
+    assert "vision:" in (work / RECIPE.name).read_text()

@@ -1,0 +1,74 @@
+"""The whole pre-migration corpus: every recipe migrates, only its blocks change, meaning is kept."""
+
+from __future__ import annotations
+
+import difflib
+
+from ruamel.yaml import YAML
+
+from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.migrate.run import MigrateOptions, plan_files
+from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
+from mmfreeze.recipes.recipe import load_recipe
+from mmfreeze.recipes.targets import DEFAULT_TARGETS
+
+EDITABLE_KEYS = ("freeze_config", "distributed")
+
+
+def _yaml(files, results):
+    return [(path, result) for path, result in zip(files, results, strict=True) if path.suffix == ".yaml"]
+
+
+def test_every_yaml_recipe_migrates(preserve_run):
+    files, results = preserve_run
+    statuses = {result.display: result.status for _, result in _yaml(files, results)}
+    assert len(statuses) >= 60
+    assert "skipped" not in statuses.values(), {k: v for k, v in statuses.items() if v == "skipped"}
+    assert set(statuses.values()) <= {"preserved", "needs-escape-hatch", "no-freeze-config"}
+
+
+def _editable_regions(text: str) -> list[tuple[int, int]]:
+    document = load_roundtrip(text, source="test")
+    lines = split_lines(text)
+    return [key_span(lines, *key_position(document, key)) for key in EDITABLE_KEYS if key in document]
+
+
+def test_outside_the_rewritten_blocks_every_byte_is_identical(preserve_run):
+    """Every differing line range of the old text lies inside the freeze_config or distributed block."""
+    files, results = preserve_run
+    for _, result in _yaml(files, results):
+        regions = _editable_regions(result.old_text)
+        old, new = split_lines(result.old_text), split_lines(result.new_text)
+        for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+            if tag != "equal":
+                assert any(start <= i1 and i2 <= end for start, end in regions), (result.display, tag, i1, i2)
+
+
+def test_a_second_run_changes_nothing(preserve_run, structure_of, tmp_path):
+    files, results = preserve_run
+    for path, result in zip(files, results, strict=True):
+        target = tmp_path / path.name
+        target.write_bytes(result.new_text.encode())
+    again = plan_files(sorted(tmp_path.iterdir()), MigrateOptions(allowed_targets=DEFAULT_TARGETS), structure_of)
+    assert [r.display for r in again if r.changed] == []
+
+
+def test_preserve_mode_keeps_every_legacy_frozen_set(preserve_run, structure_of):
+    files, results = preserve_run
+    yaml = YAML(typ="safe", pure=True)
+    for path, result in _yaml(files, results):
+        recipe = load_recipe(path)
+        structure = structure_of(recipe)
+        before = compute_frozen_set(structure, recipe.document, source=result.display)
+        after = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display)
+        assert after.frozen == before.frozen, result.display
+        if result.status != "no-freeze-config":
+            assert after.vocabulary == "new", result.display
+
+
+def test_escape_hatch_entries_say_why(preserve_run):
+    files, results = preserve_run
+    hatches = [result for _, result in _yaml(files, results) if result.status == "needs-escape-hatch"]
+    assert hatches
+    for result in hatches:
+        assert "modules:" in result.new_text and "also froze this" in result.new_text, result.display

@@ -1,0 +1,84 @@
+"""MF001-MF003 on small texts: before/after cases, comments kept, unsafe shapes refused, no-op twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmfreeze.exceptions import MigrationError
+from mmfreeze.migrate.section import SectionMigration
+from mmfreeze.migrate.yaml import cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding
+from mmfreeze.migrate.yaml.context import YamlContext
+
+SECTION = SectionMigration(section={"vision": {"tower": True, "projector": False}, "language_model": False})
+
+
+def _mf001(text: str, migration: SectionMigration = SECTION) -> str:
+    return freeze_config.rewrite(text, YamlContext(source="r.yaml", migration=migration))
+
+
+def test_mf001_comments_follow_their_key_and_removed_keys_comments_go_above():
+    before = (
+        "a: 1  # keep\n\nfreeze_config:  # header\n  freeze_embeddings: true   # ignored\n"
+        "  # ViT frozen\n  freeze_vision_tower: true\n\nz: ~\n"
+    )
+    assert _mf001(before) == (
+        "a: 1  # keep\n\n# was on freeze_embeddings: ignored\nfreeze_config:  # header\n"
+        "  # ViT frozen\n  vision: {tower: true, projector: false}\n  language_model: false\n\nz: ~\n"
+    )
+
+
+def test_mf001_flow_section_becomes_block_and_four_space_files_keep_their_indent():
+    before = "model:\n    x: 1\nfreeze_config: {freeze_vision_tower: true}\n"
+    assert _mf001(before) == "model:\n    x: 1\nfreeze_config:\n    vision: {tower: true, projector: false}\n    language_model: false\n"
+
+
+def test_mf001_escape_hatch_paths_carry_their_reason_and_last_line_without_newline_stays_so():
+    migration = SectionMigration(section={"language_model": False, "modules": ["model.language_model"]},
+                                 module_reasons={"model.language_model": "legacy rule X also froze this"})
+    after = _mf001("freeze_config:\n  freeze_language_model: true", migration)
+    assert after == ("freeze_config:\n  language_model: false\n  modules:\n    # legacy rule X also froze this\n"
+                     "    - model.language_model")
+
+
+def test_mf001_keeps_crlf_line_endings():
+    assert _mf001("a: 1\r\nfreeze_config: {}\r\n") == (
+        "a: 1\r\nfreeze_config:\r\n  vision: {tower: true, projector: false}\r\n  language_model: false\r\n")
+
+
+@pytest.mark.parametrize("text", ["base: &fc {freeze_vision_tower: true}\nfreeze_config: *fc\n",
+                                  "freeze_config:\n  <<: {freeze_vision_tower: true}\n"])
+def test_mf001_refuses_anchors_aliases_and_merge_keys(text):
+    with pytest.raises(MigrationError, match="anchor, alias or merge key"):
+        _mf001(text)
+
+
+def test_mf001_without_a_planned_section_is_a_no_op():
+    text = "freeze_config:\n  vision: {tower: true}\n"
+    assert freeze_config.rewrite(text, YamlContext(source="r.yaml")) == text
+
+
+def _moves(text: str) -> str:
+    context = YamlContext(source="r.yaml")
+    return cp_vision_frame_sharding.rewrite(frozen_multimodal_sharding.rewrite(text, context), context)
+
+
+def test_mf002_mf003_nest_both_keys_under_one_multimodal_block():
+    before = ("distributed:\n  cp_size: 2\n  frozen_multimodal_sharding: per_layer   # why\n"
+              "  cp_vision_frame_sharding:\n    enabled: true\n    mesh_dims: [cp]\n\nloss: x\n")
+    after = _moves(before)
+    assert after == ("distributed:\n  cp_size: 2\n  multimodal:\n    frozen_sharding: per_layer   # why\n"
+                     "    vision:\n      frame_sharding:\n        enabled: true\n        mesh_dims: [cp]\n\nloss: x\n")
+    assert _moves(after) == after
+
+
+def test_mf002_appends_to_an_existing_multimodal_block():
+    before = "distributed:\n  frozen_multimodal_sharding: root\n  multimodal:\n    validate_rank_uniform_execution: true\nx: 1\n"
+    assert _moves(before) == (
+        "distributed:\n  multimodal:\n    validate_rank_uniform_execution: true\n    frozen_sharding: root\nx: 1\n")
+
+
+def test_already_nested_keys_are_left_alone_and_a_conflict_is_reported():
+    nested = "distributed:\n  multimodal:\n    frozen_sharding: root\n"
+    assert _moves(nested) == nested
+    with pytest.raises(MigrationError, match="already exists"):
+        _moves("distributed:\n  frozen_multimodal_sharding: root\n  multimodal:\n    frozen_sharding: root\n")
