@@ -15,16 +15,14 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch
+import torch.distributed as dist
+from tests.distributed.scenarios import SCENARIOS, Scenario, build_model
+from tests.distributed.tiny_vlms import build_batch, resolved_modules
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from scenarios import SCENARIOS, Scenario, build_model  # noqa: E402
-from tiny_vlms import build_batch, resolved_modules  # noqa: E402
-from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
-from torch.distributed.tensor import DTensor  # noqa: E402
-
-from mmfreeze.distributed import (  # noqa: E402
+from mmfreeze.distributed import (
     BatchContract,
     apply_dummy_forward,
     apply_multimodal_fsdp,

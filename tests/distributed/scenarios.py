@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from tiny_vlms import SPECS, build_batch, build_tiny
+from tests.distributed.tiny_vlms import SPECS, build_batch, build_tiny
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from scenarios import SCENARIOS, build_model
-from tiny_vlms import build_batch, resolved_modules
+from tests.distributed.scenarios import SCENARIOS, build_model
+from tests.distributed.tiny_vlms import build_batch, resolved_modules
 from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
 from mmfreeze.distributed import (

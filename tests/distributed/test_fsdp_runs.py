@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from scenarios import SCENARIOS, reference_step
+from tests.distributed.scenarios import SCENARIOS, reference_step
 
 WORKER = Path(__file__).with_name("fsdp_worker.py")
 REPO = Path(__file__).resolve().parents[2]

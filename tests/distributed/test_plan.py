@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
-from scenarios import SCENARIOS, build_model
-from tiny_vlms import build_tiny, resolved_modules
+from tests.distributed.scenarios import SCENARIOS, build_model
+from tests.distributed.tiny_vlms import build_tiny, resolved_modules
 from torch import nn
 
 from mmfreeze.distributed import BatchContract, build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
