@@ -1,26 +1,26 @@
 """Minimal VLM finetune entry point as teams write it (parsed by mmfreeze, never executed)."""
 from nemo_automodel import NeMoAutoModelForImageTextToText
-from nemo_automodel.components.training.utils import apply_parameter_freezing
+from mmfreeze.freeze import apply_freeze_config
 
 
 def build_model(cfg):
     model = NeMoAutoModelForImageTextToText.from_pretrained(
         cfg["model"]["pretrained_model_name_or_path"],
-        freeze_config={"freeze_vision_tower": True, "freeze_language_model": False},
+        freeze_config={"vision": {"tower": True}, "language_model": False},
     )
     # second pass after LoRA injection, reading the recipe's value directly
     if cfg["freeze_config"]["freeze_vision_tower"]:
-        apply_parameter_freezing(model, {"freeze_vision_tower": True})
+        apply_freeze_config(model, {"vision": {"tower": True}, "language_model": False})
     return model
 
 
 def freeze_for_stage1(model):
-    apply_parameter_freezing(
+    apply_freeze_config(
         model,
         freeze_config={
-            "freeze_vision_tower": True,
+            # (was on freeze_embeddings) never read by the trainer
+            "vision": {"tower": True},
             # stage 1: only the projector trains
-            "freeze_language_model": True,
-            "freeze_embeddings": True,  # never read by the trainer
+            "language_model": True,
         },
     )
