@@ -1,0 +1,28 @@
+"""`--mode intent` writes what the keys meant and lists every difference, grouped by module."""
+
+from __future__ import annotations
+
+from mmfreeze.migrate.run import MigrateOptions, plan_files
+from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from tests.migrate.conftest import PRE_MIGRATION
+
+QWEN = PRE_MIGRATION / "distillation" / "qwen2_5_vl_72b_to_7b_cord_v2.yaml"
+AUDIO_ONLY = PRE_MIGRATION / "audio_finetune" / "voxtral" / "voxtral_mini_librispeech.yaml"
+
+
+def _intent(path, structure_of):
+    return plan_files([path], MigrateOptions(mode="intent", allowed_targets=DEFAULT_TARGETS), structure_of)[0]
+
+
+def test_intent_unfreezes_the_merger_the_substring_froze_and_says_so(structure_of):
+    result = _intent(QWEN, structure_of)
+    assert "vision: {tower: true, projector: false}" in result.new_text
+    assert result.status == "changed"
+    assert result.newly_trainable == {"vision.projector model.visual.merger": 5} and not result.newly_frozen
+
+
+def test_intent_drops_the_vision_default_on_an_audio_only_model_and_reports_it(structure_of):
+    result = _intent(AUDIO_ONLY, structure_of)
+    assert "vision" not in result.new_text.split("freeze_config:")[1]
+    assert any("no vision modality" in note for note in result.notes)
+    assert result.status == "preserved"
