@@ -8,7 +8,7 @@ import libcst as cst
 
 from mmfreeze.migrate.python import apply_parameter_freezing as mf101
 from mmfreeze.migrate.python import freeze_config_kwarg as mf102
-from mmfreeze.migrate.python.edits import RuleEdits, parses, splice
+from mmfreeze.migrate.python.edits import parses, splice
 from mmfreeze.migrate.python.imports import import_edits
 from mmfreeze.migrate.report import PYTHON_NOTE, FileResult
 
