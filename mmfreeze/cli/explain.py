@@ -14,7 +14,7 @@ from mmfreeze.cli.console import out, report_error, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.explain import explain_recipe
+from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
 
@@ -22,10 +22,15 @@ from mmfreeze.recipes.recipe import load_recipe
 @click.command(epilog=EXIT_CODE_HELP)
 @click.argument("recipe", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--rank-uniform", "rank_uniform", multiple=True, metavar="MODALITY",
+    help="Declare (as the data side would) that every rank executes MODALITY in every step; repeatable. "
+    "Without it, execution is assumed to possibly differ across ranks.",
+)
 @model_loading_options
 def explain(
-    recipe: Path, output_format: str, allow_network: bool, allow_targets: tuple[str, ...],
-    cache_dir: Path | None, no_cache: bool,
+    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], allow_network: bool,
+    allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     warn_on_transformers_version()
@@ -35,7 +40,7 @@ def explain(
             structure_cache(cache_dir, no_cache),
             allow_network=allow_network,
         )
-        explanation = explain_recipe(loaded)
+        explanation = explain_recipe(loaded, rank_uniform=rank_uniform)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -45,6 +50,7 @@ def explain(
         _print_model(explanation)
         _print_modules(explanation)
         _print_freezing(explanation["freezing"])
+        _print_distributed(explanation["distributed"])
 
 
 def _print_model(explanation: dict[str, Any]) -> None:
@@ -94,3 +100,27 @@ def _print_freezing(freezing: dict[str, Any]) -> None:
         f"frozen: {freezing['frozen_tensors']:,} tensors, {freezing['frozen_parameters']:,} parameters; "
         f"trainable: {freezing['trainable_tensors']:,} tensors, {freezing['trainable_parameters']:,} parameters"
     )
+
+
+def _print_distributed(plan: dict[str, Any]) -> None:
+    mesh = ", ".join(f"{dim}={size}" for dim, size in plan["mesh"]["dims"].items())
+    out.print(f"[bold]distributed.multimodal[/] on mesh ({mesh}): ", end="")
+    if plan["verdict"] == "rejected":
+        out.print("[bold red]rejected at setup[/]")
+        out.print(escape(plan["error"]))
+    else:
+        out.print("[bold green]accepted[/]")
+        units = [unit["path"] for unit in plan["fsdp_units"]]
+        out.print(f"FSDP units ({len(units)}, root last): {escape(_abbreviate(units))}")
+        out.print(f"root-owned: {escape(', '.join(plan['root_owned']) or 'none')}")
+        out.print(f"replicated: {escape(', '.join(plan['replicated']) or 'none')}")
+        for modality, decision in plan["dummy_forward"].items():
+            state = "on" if decision["enabled"] else "off"
+            out.print(f"dummy forward ({escape(modality)}): {state} — {escape(decision['reason'])}")
+    for note in plan["notes"]:
+        out.print(f"note: {escape(note)}")
+
+
+def _abbreviate(paths: list[str], keep: int = 6) -> str:
+    shown = paths if len(paths) <= keep else [*paths[: keep - 1], f"... ({len(paths) - keep} more)", paths[-1]]
+    return ", ".join(shown)

@@ -9,6 +9,8 @@ and wrong tying), and so is ``no_init_weights`` (skips tying: wrong parameter co
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import ModelBuildError
@@ -40,12 +42,25 @@ def resolve_model_class(config: PretrainedConfig, auto_class_name: str) -> type[
     return model_class
 
 
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Config sanity warnings (token ids outside a sub-vocabulary, ...) are about training, not structure."""
+    from transformers.utils import logging as transformers_logging
+
+    previous = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(previous)
+
+
 def build_meta_model(config: PretrainedConfig, model_class: type[nn.Module]) -> nn.Module:
     """Instantiate ``model_class`` from ``config`` on the meta device (no storage, real names)."""
     import torch
 
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _quiet_transformers():
             warnings.simplefilter("ignore")
             with torch.device("meta"):
                 return model_class._from_config(config)
@@ -54,3 +69,17 @@ def build_meta_model(config: PretrainedConfig, model_class: type[nn.Module]) -> 
             f"transformers could not build {model_class.__name__} from this config: "
             f"{type(error).__name__}: {error}"
         ) from error
+
+
+def add_meta_lora_adapters(model: nn.Module, targets: list[str], dim: int) -> None:
+    """LoRA as the training code injects it, on a meta model: base weights frozen, and trainable
+    ``lora_A`` / ``lora_B`` Linear children on each target (see :mod:`mmfreeze.models.lora`)."""
+    import torch
+    from torch import nn
+
+    model.requires_grad_(False)
+    with torch.device("meta"):
+        for path in targets:
+            linear = model.get_submodule(path)
+            linear.lora_A = nn.Linear(linear.in_features, dim, bias=False)
+            linear.lora_B = nn.Linear(dim, linear.out_features, bias=False)

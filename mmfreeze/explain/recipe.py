@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
+from mmfreeze.explain.distributed import explain_distributed
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.models.loader import LoadedStructure
@@ -12,8 +14,11 @@ from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.resolve import resolve_structure
 
 
-def explain_recipe(loaded: LoadedStructure) -> dict[str, Any]:
-    """The whole explanation: model, resolved multimodal modules, what is frozen."""
+def explain_recipe(loaded: LoadedStructure, *, rank_uniform: Collection[str] = ()) -> dict[str, Any]:
+    """The whole explanation: model, resolved multimodal modules, what is frozen, the FSDP plan.
+
+    ``rank_uniform``: modalities the data side guarantees every rank executes in every step.
+    """
     recipe = loaded.recipe
     frozen = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
     inventory = resolve_structure(
@@ -31,6 +36,7 @@ def explain_recipe(loaded: LoadedStructure) -> dict[str, Any]:
             **explain_freezing(frozen, inventory),
             "lora_adapter_tensors": len(frozen.structure.parameters) - len(loaded.structure.parameters),
         },
+        "distributed": explain_distributed(loaded, frozen, rank_uniform=rank_uniform),
     }
 
 

@@ -1,0 +1,1 @@
+"""`mmfreeze explain`: one recipe on the meta device, as plain data the CLI renders."""

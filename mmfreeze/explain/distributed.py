@@ -1,0 +1,67 @@
+"""The distributed part of `mmfreeze explain`: the FSDP plan the policy gives, on the meta model.
+
+The recipe's model is built on meta, LoRA adapters are injected and freezing applied as training
+would, so the policy reads the same live `requires_grad` it would read before sharding. The mesh
+comes from the recipe's dp / tp / cp sizes; the batch contract is the data side's declaration
+(conservative unless the caller says a modality runs on every rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from mmfreeze.distributed import BatchContract, build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
+from mmfreeze.distributed.legacy_keys import multimodal_section
+from mmfreeze.exceptions import DistributedConfigError
+from mmfreeze.freeze.apply import apply_freeze_plan
+from mmfreeze.freeze.engine import FrozenSetResult
+from mmfreeze.models.build import add_meta_lora_adapters
+from mmfreeze.models.lora import DEFAULT_DIM, lora_targets
+from mmfreeze.models.loader import LoadedStructure, build_recipe_model
+from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.resolver import resolve_multimodal_modules
+
+UNSPECIFIED_DP = 2
+"""Planning stand-in when `dp_size` is left to launch time: any size above 1 validates the same."""
+
+
+def explain_distributed(
+    loaded: LoadedStructure, frozen: FrozenSetResult, *, rank_uniform: Collection[str] = ()
+) -> dict[str, Any]:
+    """The plan (or the rejection) for the recipe's `distributed` section, with its inputs."""
+    recipe = loaded.recipe
+    section, notes = multimodal_section(recipe.distributed)
+    model = build_recipe_model(recipe, loaded.source)
+    if recipe.peft is not None:
+        targets = lora_targets(loaded.structure, recipe.peft, source=recipe.display_path)
+        add_meta_lora_adapters(model, targets, recipe.peft.get("dim", DEFAULT_DIM))
+    apply_freeze_plan(model, frozen.plan)
+    resolved = resolve_multimodal_modules(
+        model, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
+    )
+    mesh, mesh_notes = _mesh(recipe.distributed or {})
+    contract = BatchContract.uniform(rank_uniform, declared_by="mmfreeze explain --rank-uniform")
+    summary: dict[str, Any] = {"batch_contract": {"rank_uniform": sorted(rank_uniform)}, "mesh": mesh.describe()}
+    try:
+        config = parse_multimodal_config(
+            section, known_modalities={r.spec.modality for r in resolved}, source=recipe.display_path
+        )
+        plan = plan_multimodal_fsdp(model, resolved, config=config, contract=contract, mesh=mesh)
+    except DistributedConfigError as error:
+        return {**summary, "verdict": "rejected", "error": error.message, "notes": [*notes, *mesh_notes]}
+    described = plan.describe()
+    described["notes"] = [*notes, *mesh_notes, *described["notes"]]
+    return {**summary, **described}
+
+
+def _mesh(distributed: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    sizes = {dim: distributed.get(f"{dim}_size") for dim in ("dp", "tp", "cp")}
+    notes = []
+    if not isinstance(sizes["dp"], int) or sizes["dp"] < 1:
+        notes.append(f"dp_size is {sizes['dp']!r} (set at launch); planned with dp={UNSPECIFIED_DP}")
+        sizes["dp"] = UNSPECIFIED_DP
+    for dim in ("tp", "cp"):
+        if not isinstance(sizes[dim], int) or sizes[dim] < 1:
+            sizes[dim] = 1
+    return build_mesh_description(**sizes), notes
