@@ -14,5 +14,6 @@ EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mmfreeze-cache"))
 
-# The corpus as it was before `mmfreeze migrate` (legacy vocabulary); the migration keeps it.
-LEGACY_CORPUS = EXAMPLE_CONFIGS
+# The corpus as it was before `mmfreeze migrate example_configs` (legacy vocabulary), kept so the
+# legacy engine and the migration stay tested on it.
+LEGACY_CORPUS = REPO_ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"

@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "example_configs"
+PRE_MIGRATION = ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
 REGISTRY = ROOT / "mmfreeze" / "registry" / "configs"
 
 ALLOWED_TARGETS = {
@@ -40,9 +41,9 @@ def _resolve(value: str, doc: dict) -> str:
     return _REF.sub(lookup, value)
 
 
-def _load_recipes() -> dict[Path, dict]:
+def _load_recipes(root: Path = CORPUS) -> dict[Path, dict]:
     yaml = YAML(typ="safe")
-    return {p: yaml.load(p.read_text()) for p in sorted(CORPUS.rglob("*.yaml"))}
+    return {p: yaml.load(p.read_text()) for p in sorted(root.rglob("*.yaml"))}
 
 
 def _registry_file(model_id: str) -> Path:
@@ -100,9 +101,16 @@ def test_every_target_is_allowed():
     assert not bad
 
 
-def test_corpus_contains_every_freeze_config_shape():
-    sections = [doc["freeze_config"] for doc in RECIPES.values() if "freeze_config" in doc]
-    assert any(doc is not None and "freeze_config" not in doc for doc in RECIPES.values()), "a recipe without the section"
+def test_shipped_corpus_is_migrated_to_the_new_vocabulary():
+    used = {k for doc in RECIPES.values() for k in (doc.get("freeze_config") or {})}
+    assert used and not used & LEGACY_KEYS, used & LEGACY_KEYS
+
+
+def test_pre_migration_corpus_contains_every_legacy_freeze_config_shape():
+    legacy = _load_recipes(PRE_MIGRATION)
+    assert [p.relative_to(PRE_MIGRATION) for p in legacy] == [p.relative_to(CORPUS) for p in RECIPES]
+    sections = [doc["freeze_config"] for doc in legacy.values() if "freeze_config" in doc]
+    assert any(doc is not None and "freeze_config" not in doc for doc in legacy.values()), "a recipe without the section"
     assert any(s == {} for s in sections), "an empty freeze_config section"
     assert any(s and s.get("freeze_embeddings") is True for s in sections)
     assert any(s and s.get("freeze_embeddings") is False for s in sections)

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 
 from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.intent import translate_intent
-from mmfreeze.freeze.new import addressable_paths, plan_new_freeze, roles_by_modality
-from mmfreeze.freeze.plan import frozen_after
 from mmfreeze.freeze.summary import parameter_groups
+from mmfreeze.migrate.intent import intent_section
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.discovery import find_recipes
@@ -27,17 +25,13 @@ def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
     if legacy.vocabulary == "absent":
         return {"vocabulary": "absent"}
     inventory = resolve_structure(legacy.structure, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path))
-    translation = translate_intent(
-        recipe.freeze_config, roles_by_modality=roles_by_modality(inventory), module_paths=addressable_paths(inventory)
-    )
-    plan = plan_new_freeze(legacy.structure, translation.section, inventory=inventory)
-    intent = frozen_after(legacy.structure, plan)
+    intent = intent_section(legacy.structure, recipe.freeze_config, inventory, source=recipe.display_path)
     groups = parameter_groups(inventory)
     return {
-        "intent": translation.section,
-        "notes": list(translation.notes),
-        "newly_frozen": dict(sorted(Counter(groups[n] for n in intent - legacy.frozen).items())),
-        "newly_trainable": dict(sorted(Counter(groups[n] for n in legacy.frozen - intent).items())),
+        "intent": intent.section,
+        "notes": list(intent.notes),
+        "newly_frozen": dict(sorted(Counter(groups[n] for n in intent.newly_frozen).items())),
+        "newly_trainable": dict(sorted(Counter(groups[n] for n in intent.newly_trainable).items())),
     }
 
 
