@@ -25,6 +25,14 @@ def model_loading_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--workers: processes that build distinct model configs on a cold cache."""
+    return click.option(
+        "--workers", type=click.IntRange(min=1), default=None,
+        help="Worker processes for building models missing from the cache (default: available cores).",
+    )(command)
+
+
 def allowed_targets(extra: Sequence[str]) -> dict[str, str]:
     targets = dict(DEFAULT_TARGETS)
     targets.update(parse_target_assignment(text) for text in extra)

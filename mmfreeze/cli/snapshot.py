@@ -11,7 +11,7 @@ from rich.progress import Progress
 
 from mmfreeze.cli.console import err, out, report_error
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import model_loading_options
+from mmfreeze.cli.options import model_loading_options, workers_option
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
@@ -59,11 +59,12 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @click.option("--report", "report_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True, help="Report format: text for a terminal, markdown for a pull-request comment, json for machines.")
 @click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary line.")
+@workers_option
 @model_loading_options
 def snapshot(
     paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path, report_format: str,
-    report_file: Path | None, quiet: bool, allow_network: bool, allow_targets: tuple[str, ...],
-    cache_dir: Path | None, no_cache: bool,
+    report_file: Path | None, quiet: bool, workers: int | None, allow_network: bool,
+    allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
     mode = pick_mode(update, check)
@@ -74,7 +75,7 @@ def snapshot(
             recipe_key(path, root)
         request = RunRequest(
             paths=paths, root=root, snapshot_dir=snapshot_dir, mode=mode, allow_targets=allow_targets,
-            cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network,
+            cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network, workers=workers,
         )
         result = _run(request, total=len(recipes), show=not (quiet or in_ci()))
     except MmfreezeError as error:

@@ -22,7 +22,7 @@ from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource
 from mmfreeze.models.loader import LoadedStructure, build_structure, find_recipe_config
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.recipe import Recipe
+from mmfreeze.recipes.recipe import Recipe, load_recipe
 
 Progress = Callable[[str], None]
 
@@ -106,3 +106,24 @@ def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[
         return key, build_structure(config, auto_class, source=display_path).to_json()
     except MmfreezeError as error:
         return key, error
+
+
+def prefetch_structures(
+    paths: Sequence[Path],
+    cache: StructureCache,
+    *,
+    allowed_targets: Mapping[str, str],
+    workers: int | None = None,
+    allow_network: bool = False,
+) -> None:
+    """Fill ``cache`` for every loadable recipe in ``paths`` before they are processed one by one.
+
+    Recipes that fail to load are skipped here: the per-recipe step reports them with context.
+    """
+    recipes = []
+    for path in paths:
+        try:
+            recipes.append(load_recipe(path, allowed_targets=allowed_targets))
+        except MmfreezeError:
+            continue
+    load_structures(recipes, cache, workers=workers, allow_network=allow_network)

@@ -23,6 +23,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
 from mmfreeze.exceptions import MmfreezeError, SnapshotError
+from mmfreeze.models.batch import prefetch_structures
 from mmfreeze.models.cache import StructureCache, default_cache_dir
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, SKIPPED_DIRS
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
@@ -65,6 +66,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Structure cache folder.")
     group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no structure cache.")
     group.addoption("--mmfreeze-allow-network", action="store_true", help="Fetch configs from the hub.")
+    group.addoption("--mmfreeze-workers", type=int, default=None, metavar="N",
+                    help="Worker processes building models missing from the cache (default: available cores).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,6 +87,17 @@ def pytest_configure(config: pytest.Config) -> None:
             allowed_targets=targets, cache=StructureCache(cache_dir), allow_network=option.mmfreeze_allow_network
         ),
     )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build every distinct model once, in parallel, before the per-recipe items run."""
+    run = session.config.stash[RUN_KEY]
+    paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
+    if paths:
+        prefetch_structures(
+            paths, run.loading.cache, allowed_targets=run.loading.allowed_targets,
+            workers=session.config.option.mmfreeze_workers, allow_network=run.loading.allow_network,
+        )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -46,6 +46,7 @@ class RunRequest:
     cache_dir: Path | None = None
     no_cache: bool = False
     allow_network: bool = False
+    workers: int | None = None
 
 
 def pytest_args(request: RunRequest) -> list[str]:
@@ -64,6 +65,8 @@ def pytest_args(request: RunRequest) -> list[str]:
     args += [f"--mmfreeze-allow-target={target}" for target in request.allow_targets]
     if request.cache_dir is not None:
         args.append(f"--mmfreeze-cache-dir={request.cache_dir}")
+    if request.workers is not None:
+        args.append(f"--mmfreeze-workers={request.workers}")
     args += ["--mmfreeze-no-cache"] * request.no_cache + ["--mmfreeze-allow-network"] * request.allow_network
     return args
 
