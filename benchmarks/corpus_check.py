@@ -1,0 +1,199 @@
+"""What `mmfreeze snapshot --check` costs on a corpus, against the naive way and against the floor.
+
+    python benchmarks/corpus_check.py            # full measurement (about 15 minutes on 2 cores)
+    python benchmarks/corpus_check.py --smoke    # CI: every step runs on a few recipes, nothing timed is judged
+
+Every figure is measured in this run, in fresh processes, with a fresh structure cache:
+
+1. cold check vs the naive way (each recipe in its own fresh process, its model built there);
+2. cold check vs the floor (one torch + transformers import, plus the sum of one meta build per
+   distinct config divided by the workers);
+3. warm check vs cold, and whether the warm run imported torch or transformers;
+4. `migrate --check` per recipe on the pre-migration corpus, structures already cached;
+5. peak memory of the cold run (the whole process tree's proportional set size, sampled);
+6. wall time of 1,000 generated recipes against 100, over the same distinct configs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from generate_corpus import generate_corpus  # noqa: E402
+
+CORPUS = REPO / "example_configs"
+PRE_MIGRATION = REPO / "tests" / "migrate" / "fixtures" / "pre_migration"
+WORKERS = len(os.sched_getaffinity(0))
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_rss_bytes: int
+    exit_code: int
+    output: str
+
+
+def mmfreeze(*args: str, cwd: Path, cache: Path | None) -> Run:
+    """Run the CLI in a fresh process; sample the RSS of its whole process tree."""
+    env = {**os.environ, "CI": "true"}
+    if cache is not None:
+        env["MMFREEZE_CACHE_DIR"] = str(cache)
+    command = [sys.executable, "-m", "mmfreeze", *args] + (["--no-cache"] if cache is None else [])
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = _sample_peak_rss(process.pid, lambda: process.poll() is not None)
+    output = process.communicate()[0]
+    return Run(time.perf_counter() - started, peak, process.returncode, output)
+
+
+def _sample_peak_rss(pid: int, finished) -> int:
+    """Peak of the tree's summed PSS: shared library pages (copy-on-write after fork) are split
+    between the processes that map them instead of being counted once per process as RSS would."""
+    peak = 0
+    root = psutil.Process(pid)
+    while not finished():
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass  # a process of the tree ended between listing and reading
+        time.sleep(0.05)
+    return peak
+
+
+def measure_floor(recipes: list[Path]) -> tuple[float, float, int]:
+    """(import seconds, summed build seconds, distinct configs), measured in one fresh process."""
+    script = f"""
+import json, sys, time
+from pathlib import Path
+started = time.perf_counter()
+import torch, transformers
+imported = time.perf_counter() - started
+from mmfreeze.models.cache import structure_key
+from mmfreeze.models.loader import build_model, find_recipe_config
+from mmfreeze.recipes.recipe import load_recipe
+distinct = {{}}
+for path in map(Path, {[str(p) for p in recipes]!r}):
+    recipe = load_recipe(path)
+    source = find_recipe_config(recipe)
+    distinct.setdefault(structure_key(source.config, recipe.model.auto_class), (source.config, recipe.model.auto_class))
+builds = 0.0
+for config, auto_class in distinct.values():
+    started = time.perf_counter()
+    build_model(config, auto_class, source="floor")
+    builds += time.perf_counter() - started
+print(json.dumps([imported, builds, len(distinct)]))
+"""
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    imported, builds, count = json.loads(output.strip().splitlines()[-1])
+    return imported, builds, count
+
+
+def warm_imports_heavy(targets: list[str], cache: Path, cwd: Path) -> bool:
+    script = f"""
+import os, sys
+os.environ["MMFREEZE_CACHE_DIR"] = {str(cache)!r}
+os.environ["CI"] = "true"
+from mmfreeze.cli.main import cli
+try:
+    cli(["snapshot", "--check", "-q", *{targets!r}])
+except SystemExit:
+    pass
+print("HEAVY" if {{"torch", "transformers"}} & set(sys.modules) else "LIGHT")
+"""
+    output = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True).stdout
+    return output.strip().splitlines()[-1] == "HEAVY"
+
+
+def naive(recipes: list[Path], cwd: Path) -> float:
+    """Each recipe in its own fresh process, building its own model, as a per-recipe test runner would."""
+    started = time.perf_counter()
+    for recipe in recipes:
+        mmfreeze("snapshot", "--check", "-q", str(recipe.relative_to(cwd)), cwd=cwd, cache=None)
+    return time.perf_counter() - started
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="a few recipes, for CI: checks the script runs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mmfreeze-bench-") as scratch:
+        return run_all(Path(scratch), smoke=args.smoke)
+
+
+def run_all(scratch: Path, *, smoke: bool) -> int:
+    work = scratch / "repo"
+    shutil.copytree(CORPUS, work / "example_configs")
+    shutil.copytree(REPO / "snapshots", work / "snapshots")
+    shutil.copytree(PRE_MIGRATION, work / "pre_migration")
+    recipes = sorted((work / "example_configs").rglob("*.yaml"))
+    # A subset is given as files, so snapshots of the other recipes are not orphans.
+    recipes = recipes[::25] if smoke else recipes
+    targets = [str(p.relative_to(work)) for p in recipes] if smoke else ["example_configs"]
+    lines = [f"workers: {WORKERS}; recipes: {len(recipes)}"]
+
+    cold = mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=scratch / "cache-cold")
+    warm = mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=scratch / "cache-cold")
+    heavy = warm_imports_heavy(targets, scratch / "cache-cold", work)
+    imported, builds, distinct = measure_floor(recipes)
+    floor = imported + builds / WORKERS
+    naive_seconds = naive(recipes, work)
+    lines += [
+        f"cold check: {cold.seconds:.1f}s (exit {cold.exit_code}); distinct configs: {distinct}",
+        f"1. naive (one fresh process per recipe): {naive_seconds:.1f}s -> cold is {ratio(naive_seconds, cold.seconds)} faster (target >= 10x)",
+        f"2. floor: import {imported:.1f}s + builds {builds:.1f}s / {WORKERS} workers = {floor:.1f}s -> cold/floor {ratio(cold.seconds, floor)} (target <= 1.3x)",
+        f"3. warm check: {warm.seconds:.2f}s -> warm/cold {warm.seconds / cold.seconds:.1%} (target < 10%); torch/transformers imported when warm: {'yes' if heavy else 'no'}",
+        f"5. peak memory of the cold run (process tree PSS): {cold.peak_rss_bytes / 2**20:.0f} MiB (target < 1024 MiB)",
+    ]
+    lines.append(migrate_per_recipe(work, scratch, smoke=smoke))
+    lines.append(growth(work, scratch, smoke=smoke))
+    print("\n".join(lines))
+    return 0 if cold.exit_code == 0 else 1
+
+
+def migrate_per_recipe(work: Path, scratch: Path, *, smoke: bool) -> str:
+    files = sorted((work / "pre_migration").rglob("*.yaml")) + sorted((work / "pre_migration").rglob("*.py"))
+    files = files[::25] if smoke else files
+    targets = [str(p.relative_to(work)) for p in files]
+    count = len(files)
+    cache = scratch / "cache-migrate"
+    mmfreeze("migrate", "--check", *targets, cwd=work, cache=cache)  # fills the cache: builds are excluded
+    timed = mmfreeze("migrate", "--check", *targets, cwd=work, cache=cache)
+    return f"4. migrate --check, structures cached: {timed.seconds:.1f}s for {count} files = {timed.seconds / count * 1000:.0f} ms per file"
+
+
+def growth(work: Path, scratch: Path, *, smoke: bool) -> str:
+    sizes = (10, 30) if smoke else (100, 1000)
+    seconds = []
+    for size in sizes:
+        folder = work / f"generated_{size}"
+        generate_corpus(work / "example_configs", folder, size)
+        relative = folder.name
+        mmfreeze("snapshot", "--update", "-q", relative, cwd=work, cache=scratch / f"cache-accept-{size}")
+        seconds.append(mmfreeze("snapshot", "--check", "-q", relative, cwd=work, cache=scratch / f"cache-{size}").seconds)
+    small, large = seconds
+    return (f"6. cold check of {sizes[1]} generated recipes: {large:.1f}s vs {sizes[0]}: {small:.1f}s "
+            f"-> {ratio(large, small)} (target < 1.5x)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
