@@ -54,11 +54,14 @@ def mmfreeze(*args: str, cwd: Path, cache: Path | None) -> Run:
     if cache is not None:
         env["MMFREEZE_CACHE_DIR"] = str(cache)
     command = [sys.executable, "-m", "mmfreeze", *args] + (["--no-cache"] if cache is None else [])
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = _sample_peak_rss(process.pid, lambda: process.poll() is not None)
-    output = process.communicate()[0]
-    return Run(time.perf_counter() - started, peak, process.returncode, output)
+    # Output goes to a file, not a pipe: a report larger than the pipe buffer would block the run.
+    with tempfile.TemporaryFile("w+") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+        peak = _sample_peak_rss(process.pid, lambda: process.poll() is not None)
+        seconds = time.perf_counter() - started
+        log.seek(0)
+        return Run(seconds, peak, process.returncode, log.read())
 
 
 def _sample_peak_rss(pid: int, finished) -> int:

@@ -1,9 +1,11 @@
 """Verifying the architecture table against the real module trees of the pinned transformers.
 
 A candidate is every class transformers maps from an image-text-to-text or multimodal-LM model
-type. Each is built on the meta device from its default config (``CONFIG_MAPPING[model_type]()``),
-or from the verification config below where the default leaves the multimodal parts out, then
-resolved and checked: declared paths exist, roles and modalities are as declared, every parameter
+type, plus the text-only decoders the table lists (distillation teachers and text contrast
+recipes resolve to a language model and no multimodal module). Each is built on the meta device
+from its default config (``CONFIG_MAPPING[model_type]()``), from the verification kwargs below
+where the default leaves the multimodal parts out, or from the bundled checkpoint config where
+transformers cannot build the default at all; then resolved and checked: declared paths exist, roles and modalities are as declared, every parameter
 has exactly one owner or a declared reason, and the table (not the heuristic) answered.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.resolver.entry import ArchitectureEntry, ModuleDecl
 from mmfreeze.resolver.inventory import ResolvedInventory
@@ -30,10 +33,29 @@ VERIFY_CONFIG_KWARGS: Mapping[str, Mapping[str, Any]] = {
 }
 
 
+# Model types whose default config transformers cannot build on meta; the bundled checkpoint
+# config (mmfreeze/registry/configs) stands in.
+VERIFY_REGISTRY_CONFIGS: Mapping[str, str] = {
+    "aya_vision": "CohereLabs/aya-vision-8b",
+    "qwen3_omni_moe": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+}
+
+# Text-only decoders in the table (table_text.py): class name -> model type.
+TEXT_ONLY_CLASSES: Mapping[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Candidate:
     class_name: str
     model_type: str
+
+    @property
+    def multimodal(self) -> bool:
+        return self.class_name not in TEXT_ONLY_CLASSES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +82,7 @@ def candidate_classes() -> tuple[Candidate, ...]:
         for model_type, names in sorted(mapping.items()):
             for name in (names,) if isinstance(names, str) else names:
                 found.setdefault(name, model_type)
+    found.update(TEXT_ONLY_CLASSES)
     return tuple(Candidate(class_name=name, model_type=found[name]) for name in sorted(found))
 
 
@@ -70,7 +93,11 @@ def build_structure(candidate: Candidate) -> ModelStructure:
 
     from mmfreeze.models.build import build_meta_model
 
-    config = CONFIG_MAPPING[candidate.model_type](**VERIFY_CONFIG_KWARGS.get(candidate.model_type, {}))
+    if candidate.model_type in VERIFY_REGISTRY_CONFIGS:
+        config_json = find_model_config(VERIFY_REGISTRY_CONFIGS[candidate.model_type]).config
+        config = CONFIG_MAPPING[candidate.model_type].from_dict(dict(config_json))
+    else:
+        config = CONFIG_MAPPING[candidate.model_type](**VERIFY_CONFIG_KWARGS.get(candidate.model_type, {}))
     return structure_of(build_meta_model(config, getattr(transformers, candidate.class_name)))
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mmfreeze.resolver import table_audio, table_llava, table_other, table_qwen
+from mmfreeze.resolver import table_audio, table_llava, table_other, table_qwen, table_text
 from mmfreeze.resolver.entry import ArchitectureEntry
 
-_FAMILIES = (table_llava.TABLE, table_qwen.TABLE, table_audio.TABLE, table_other.TABLE)
+_FAMILIES = (table_llava.TABLE, table_qwen.TABLE, table_audio.TABLE, table_other.TABLE, table_text.TABLE)
 
 
 def _merge(families) -> dict[str, ArchitectureEntry]:

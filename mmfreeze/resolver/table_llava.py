@@ -24,6 +24,7 @@ LLAVA_FAMILY = {
     name: STANDARD
     for name in (
         "AriaForConditionalGeneration",
+        "AyaVisionForConditionalGeneration",
         "Cohere2VisionForConditionalGeneration",
         "FastVlmForConditionalGeneration",
         "Gemma3ForConditionalGeneration",

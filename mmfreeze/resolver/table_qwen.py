@@ -52,16 +52,20 @@ QWEN3_OMNI_THINKER = ArchitectureEntry(
     language_model=STANDARD_LANGUAGE,
 )
 
-QWEN2_5_OMNI = ArchitectureEntry(
-    modules=tuple(
-        decl(*(f"thinker.{p}" for p in d.paths), modality=d.modality, role=d.role) for d in QWEN2_5_OMNI_THINKER.modules
+def omni(thinker: ArchitectureEntry, *generators: str) -> ArchitectureEntry:
+    """A full Omni model: its thinker's modules under ``thinker.``, and the speech generators
+    (talker, code-to-waveform) as audio ``generator`` modules the text path never runs."""
+    return ArchitectureEntry(
+        modules=tuple(
+            decl(*(f"thinker.{p}" for p in d.paths), modality=d.modality, role=d.role) for d in thinker.modules
+        )
+        + tuple(decl(generator, modality="audio", role="generator") for generator in generators),
+        language_model=language("thinker.model.language_model", lm_head="thinker.lm_head"),
     )
-    + (
-        decl("talker", modality="audio", role="generator"),
-        decl("token2wav", modality="audio", role="generator"),
-    ),
-    language_model=language("thinker.model.language_model", lm_head="thinker.lm_head"),
-)
+
+
+QWEN2_5_OMNI = omni(QWEN2_5_OMNI_THINKER, "talker", "token2wav")
+QWEN3_OMNI = omni(QWEN3_OMNI_THINKER, "talker", "code2wav")
 
 TABLE = {
     **dict.fromkeys(
@@ -111,4 +115,5 @@ TABLE = {
     "Qwen2_5OmniThinkerForConditionalGeneration": QWEN2_5_OMNI_THINKER,
     "Qwen3OmniMoeThinkerForConditionalGeneration": QWEN3_OMNI_THINKER,
     "Qwen2_5OmniForConditionalGeneration": QWEN2_5_OMNI,
+    "Qwen3OmniMoeForConditionalGeneration": QWEN3_OMNI,
 }

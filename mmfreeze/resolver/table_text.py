@@ -1,0 +1,14 @@
+"""Text-only decoders: no multimodal module, the whole model is the language model.
+
+Recipes use them as distillation teachers or text-only contrast runs; declaring them keeps
+"freeze the language model" exact there too, instead of leaving it to the leaf-name heuristic.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.resolver.entry import ArchitectureEntry
+from mmfreeze.resolver.table_parts import language
+
+DECODER_ONLY = ArchitectureEntry(modules=(), language_model=language("model"))
+
+TABLE = dict.fromkeys(("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"), DECODER_ONLY)
