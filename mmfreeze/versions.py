@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 # Module trees (and so parameter names) change between transformers releases: the bundled
@@ -9,8 +10,11 @@ from importlib.metadata import PackageNotFoundError, version
 SNAPSHOT_TRANSFORMERS_VERSION = "5.24.0"
 
 
+@cache
 def installed_version(package: str) -> str:
-    """The installed version of ``package`` without importing it ("missing" when absent)."""
+    """The installed version of ``package`` without importing it ("missing" when absent).
+
+    Cached: reading package metadata costs milliseconds, and it is asked once per recipe."""
     try:
         return version(package)
     except PackageNotFoundError:

@@ -16,6 +16,10 @@ from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.resolver.resolve import resolve_structure
 
 
+FROZEN_SET_INPUTS = ("freeze_config", "peft", "multimodal")
+"""The recipe sections :func:`compute_frozen_set` reads (besides the model structure)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class FrozenSetResult:
     """What one recipe freezes, and what it was computed on."""

@@ -12,6 +12,7 @@ of its key.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -63,6 +64,8 @@ def load_structures(
         found[recipe.path] = (recipe, key, source)
         if cache.get(key) is None:
             pending.setdefault(key, _Pending(key, recipe, source))
+            if len(pending) == 2 and (workers or default_workers()) > 1:
+                _forkserver()  # starts importing torch now, while the remaining recipes are read
     built = _build_all(list(pending.values()), workers or default_workers(), progress)
     for key, outcome in built.items():
         if isinstance(outcome, ModelStructure):
@@ -95,9 +98,11 @@ def _build_all(pending: list[_Pending], workers: int, progress: Progress | None)
 
 def _forkserver() -> multiprocessing.context.BaseContext:
     """Workers forked from a server that has the libraries imported, never from this process
-    (which may hold threads) and never spawned (which would repeat the import per worker)."""
+    (which may hold threads) and never spawned (which would repeat the import per worker).
+    Idempotent: the server is started once per process."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
+    multiprocessing.forkserver.ensure_running()
     return context
 
 
@@ -125,15 +130,17 @@ def prefetch_structures(
     allowed_targets: Mapping[str, str],
     workers: int | None = None,
     allow_network: bool = False,
-) -> None:
-    """Fill ``cache`` for every loadable recipe in ``paths`` before they are processed one by one.
+) -> dict[Path, Recipe]:
+    """Fill ``cache`` for every loadable recipe in ``paths`` before they are processed one by one,
+    and return the parsed recipes so they are not parsed again.
 
     Recipes that fail to load are skipped here: the per-recipe step reports them with context.
     """
-    recipes = []
+    recipes: dict[Path, Recipe] = {}
     for path in paths:
         try:
-            recipes.append(load_recipe(path, allowed_targets=allowed_targets))
+            recipes[path] = load_recipe(path, allowed_targets=allowed_targets)
         except MmfreezeError:
             continue
-    load_structures(recipes, cache, workers=workers, allow_network=allow_network)
+    load_structures(list(recipes.values()), cache, workers=workers, allow_network=allow_network)
+    return recipes

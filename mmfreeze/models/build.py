@@ -43,7 +43,7 @@ def resolve_model_class(config: PretrainedConfig, auto_class_name: str) -> type[
 
 
 @contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Config sanity warnings (token ids outside a sub-vocabulary, ...) are about training, not structure."""
     from transformers.utils import logging as transformers_logging
 
@@ -60,7 +60,7 @@ def build_meta_model(config: PretrainedConfig, model_class: type[nn.Module]) -> 
     import torch
 
     try:
-        with warnings.catch_warnings(), _quiet_transformers():
+        with warnings.catch_warnings(), quiet_transformers():
             warnings.simplefilter("ignore")
             with torch.device("meta"):
                 return model_class._from_config(config)

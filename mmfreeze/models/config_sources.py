@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -72,9 +73,10 @@ def _from_local_directory(model_id: str, recipe_dir: Path | None, *, source: str
 
 def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | None:
     entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", registry_file_name(model_id))
-    if not entry.is_file():
+    text = _registry_text(registry_file_name(model_id))
+    if text is None:
         return None
-    data = _parse_json(entry.read_text(encoding="utf-8"), f"registry entry {entry.name}", source)
+    data = _parse_json(text, f"registry entry {entry.name}", source)
     if not isinstance(data.get("config"), Mapping):
         raise ConfigSourceError(f"registry entry {entry.name} has no `config` mapping", source=source)
     return ModelConfigSource(
@@ -83,6 +85,13 @@ def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | 
         config=data["config"],
         provenance=data.get("provenance"),
     )
+
+
+@lru_cache(maxsize=None)
+def _registry_text(file_name: str) -> str | None:
+    """A bundled registry entry's text (package data: read once per process, however many recipes use it)."""
+    entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", file_name)
+    return entry.read_text(encoding="utf-8") if entry.is_file() else None
 
 
 def _from_hf_cache(model_id: str, *, source: str | None) -> ModelConfigSource | None:

@@ -46,8 +46,11 @@ def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
             f"config.json has model_type {model_type!r}, which this transformers does not know",
             source=source,
         )
+    from mmfreeze.models.build import quiet_transformers
+
     try:
-        return CONFIG_MAPPING[model_type].from_dict(dict(config))
+        with quiet_transformers():
+            return CONFIG_MAPPING[model_type].from_dict(dict(config))
     except Exception as error:  # transformers validates configs with many exception types
         raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}", source=source) from error
 

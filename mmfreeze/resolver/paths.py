@@ -48,6 +48,10 @@ def peft_root_prefix(module_classes: Mapping[str, str]) -> str | None:
 
 def strip_wrapper_segments(raw: str) -> str:
     """Remove FSDP1, activation-checkpoint and ``torch.compile`` segments from a dotted path."""
+    # Every wrapper segment starts with "_", so a path with no such segment is returned at once:
+    # this runs for every module and parameter name of every model.
+    if "._" not in raw and not raw.startswith("_"):
+        return raw
     return ".".join(part for part in raw.split(".") if part and part not in WRAPPER_SEGMENTS)
 
 

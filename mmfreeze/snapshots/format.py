@@ -23,6 +23,7 @@ no absolute paths, no library versions. ``format`` changes deliberately invalida
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 from mmfreeze.exceptions import SnapshotError
@@ -64,14 +65,34 @@ _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
 def render_snapshot(snapshot: Snapshot) -> str:
     """The file text; identical input gives identical bytes."""
     header = snapshot.header
-    for value in (header.recipe, header.model_id, header.architecture, *snapshot.frozen):
-        if _LINE_BREAKS & set(value) or not value:
-            raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=header.recipe)
+    for value in (header.recipe, header.model_id, header.architecture):
+        _check_storable(value, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]
     lines.append(SEPARATOR)
-    lines += compress_names(snapshot.frozen)
+    lines += _body_lines(snapshot.frozen, header.recipe)
     return "\n".join(lines) + "\n"
+
+
+def _check_storable(value: str, recipe: str | None) -> None:
+    if _LINE_BREAKS & set(value) or not value:
+        raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=recipe)
+
+
+def _body_lines(frozen: frozenset[str], recipe: str) -> tuple[str, ...]:
+    try:
+        return _compressed(frozen)
+    except SnapshotError as error:
+        raise SnapshotError(error.message, source=recipe) from None
+
+
+@lru_cache(maxsize=64)
+def _compressed(frozen: frozenset[str]) -> tuple[str, ...]:
+    """The name lines. Recipes sharing a model and freezing setup share one frozenset object
+    (see compute.py), whose hash Python keeps, so for all but the first the cache answers at once."""
+    for name in frozen:
+        _check_storable(name, None)
+    return tuple(compress_names(frozen))
 
 
 def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:

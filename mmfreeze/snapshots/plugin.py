@@ -94,10 +94,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = session.config.stash[RUN_KEY]
     paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
     if paths:
-        prefetch_structures(
+        run.loading.recipes.update(prefetch_structures(
             paths, run.loading.cache, allowed_targets=run.loading.allowed_targets,
             workers=session.config.option.mmfreeze_workers, allow_network=run.loading.allow_network,
-        )
+        ))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from mmfreeze.exceptions import MigrationError
+from mmfreeze.recipes.recipe import parse_yaml_text
 
 DEFAULT_INDENT = 2
 _TRAILING_COMMENT = re.compile(r"\s+#(?P<text>.*)$")
@@ -24,14 +23,7 @@ _PLAIN_SCALAR = re.compile(r"^[A-Za-z_][\w.\-/]*$")
 
 def load_roundtrip(text: str, *, source: str) -> Any:
     """The document with line/column information; a syntax error names file:line."""
-    try:
-        return YAML(typ="rt", pure=True).load(text)
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise MigrationError(f"YAML does not parse: {error.problem or error.context}", source=where) from error
-    except YAMLError as error:
-        raise MigrationError(f"YAML does not parse: {error}", source=source) from error
+    return parse_yaml_text(text, source=source, typ="rt", error_type=MigrationError)
 
 
 def indentation(line: str) -> int:
