@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.progress import Progress
 
-from mmfreeze.cli.console import err, out, report_error
+from mmfreeze.cli.console import err, out, report_error, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import model_loading_options, workers_option
 from mmfreeze.exceptions import MmfreezeError
@@ -67,6 +67,7 @@ def snapshot(
     allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
+    warn_on_transformers_version()
     mode = pick_mode(update, check)
     root = Path.cwd()
     try:

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import pytest
+
+from mmfreeze import versions
+
+
+def test_no_warning_with_the_transformers_the_snapshots_were_made_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "installed_version", lambda package: versions.SNAPSHOT_TRANSFORMERS_VERSION)
+    assert versions.transformers_version_warning() is None
+
+
+def test_another_transformers_release_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "installed_version", lambda package: "9.9.9")
+    message = versions.transformers_version_warning()
+    assert "9.9.9" in message and f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in message
+
+
+def test_the_pin_in_pyproject_matches_the_snapshot_version() -> None:
+    from tests.conftest import REPO_ROOT
+
+    assert f'"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}"' in (REPO_ROOT / "pyproject.toml").read_text()
