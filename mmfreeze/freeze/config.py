@@ -51,13 +51,6 @@ class FreezeConfig:
     def from_dict(cls, data: Any, *, source: str | None = None) -> FreezeConfig:
         return parse_freeze_config(data, source=source)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The YAML shape, keys in the documented order."""
-        data: dict[str, Any] = {modality: dict(roles) for modality, roles in self.roles.items()}
-        data[LANGUAGE_MODEL_KEY] = self.language_model
-        if self.modules:
-            data[MODULES_KEY] = list(self.modules)
-        return data
 
 
 def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:

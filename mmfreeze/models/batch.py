@@ -14,7 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.forkserver
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,6 @@ from mmfreeze.models.loader import LoadedStructure, build_structure, find_recipe
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 
-Progress = Callable[[str], None]
 PRELOAD = ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "mmfreeze.models.loader")
 
 
@@ -48,7 +47,6 @@ def load_structures(
     *,
     workers: int | None = None,
     allow_network: bool = False,
-    progress: Progress | None = None,
 ) -> dict[Path, LoadedStructure | MmfreezeError]:
     """Each recipe's structure, or the error that stopped it (the others carry on)."""
     results: dict[Path, LoadedStructure | MmfreezeError] = {}
@@ -66,7 +64,7 @@ def load_structures(
             pending.setdefault(key, _Pending(key, recipe, source))
             if len(pending) == 2 and (workers or default_workers()) > 1:
                 _forkserver()  # starts importing torch now, while the remaining recipes are read
-    built = _build_all(list(pending.values()), workers or default_workers(), progress)
+    built = _build_all(list(pending.values()), workers or default_workers())
     for key, outcome in built.items():
         if isinstance(outcome, ModelStructure):
             cache.put(key, outcome)
@@ -86,14 +84,14 @@ def _for_recipe(error: MmfreezeError | None, recipe: Recipe) -> MmfreezeError:
     return type(error or MmfreezeError)(message, source=recipe.display_path, key="model")
 
 
-def _build_all(pending: list[_Pending], workers: int, progress: Progress | None) -> dict[str, ModelStructure | MmfreezeError]:
+def _build_all(pending: list[_Pending], workers: int) -> dict[str, ModelStructure | MmfreezeError]:
     if not pending:
         return {}
     jobs = [(p.key, p.source.config, p.recipe.model.auto_class, p.recipe.display_path) for p in pending]
     if workers <= 1 or len(jobs) == 1:
-        return dict(_report(_build_job(job), progress) for job in jobs)
+        return dict(_decode(_build_job(job)) for job in jobs)
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_forkserver()) as pool:
-        return dict(_report(outcome, progress) for outcome in pool.map(_build_job, jobs))
+        return dict(_decode(outcome) for outcome in pool.map(_build_job, jobs))
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:
@@ -106,12 +104,9 @@ def _forkserver() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _report(outcome: tuple[str, Any], progress: Progress | None) -> tuple[str, ModelStructure | MmfreezeError]:
+def _decode(outcome: tuple[str, Any]) -> tuple[str, ModelStructure | MmfreezeError]:
     key, value = outcome
-    result = ModelStructure.from_json(value) if isinstance(value, Mapping) else value
-    if progress is not None:
-        progress(result.class_name if isinstance(result, ModelStructure) else "error")
-    return key, result
+    return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value
 
 
 def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[str, Any] | MmfreezeError]:
