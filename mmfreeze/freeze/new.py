@@ -19,13 +19,16 @@ from mmfreeze.resolver.resolve import resolve_structure
 LANGUAGE_MODEL_RULE = "language_model"
 
 
-def roles_by_modality(inventory: ResolvedInventory) -> dict[str, set[str]]:
-    """The (modality, role) pairs a `freeze_config` may name for this model."""
-    roles: dict[str, set[str]] = {}
+def roles_by_modality(inventory: ResolvedInventory) -> dict[str, list[str]]:
+    """The (modality, role) pairs a `freeze_config` may name for this model, in resolver order.
+
+    A modality whose modules all have ``role=None`` is listed with no roles: it exists, but only
+    `modules:` can address it."""
+    roles: dict[str, list[str]] = {}
     for info in inventory.modules:
-        found = roles.setdefault(info.spec.modality, set())
-        if info.spec.role is not None:
-            found.add(info.spec.role)
+        found = roles.setdefault(info.spec.modality, [])
+        if info.spec.role is not None and info.spec.role not in found:
+            found.append(info.spec.role)
     return roles
 
 

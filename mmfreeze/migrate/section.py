@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mmfreeze.freeze.legacy import IGNORED_KEYS, LEGACY_FLAGS, VIDEO_EMBEDDER_KEY
+from mmfreeze.freeze.new import roles_by_modality
 from mmfreeze.resolver import ResolvedInventory
 
 Mode = Literal["preserve", "intent"]
@@ -44,11 +45,7 @@ class SectionMigration:
 
 def roles_in_order(inventory: ResolvedInventory) -> dict[str, list[str]]:
     """Modality -> roles, in resolver order; modalities without a role are not addressable."""
-    roles: dict[str, list[str]] = {}
-    for info in inventory.modules:
-        if info.spec.role is not None and info.spec.role not in roles.setdefault(info.spec.modality, []):
-            roles[info.spec.modality].append(info.spec.role)
-    return {modality: found for modality, found in roles.items() if found}
+    return {modality: found for modality, found in roles_by_modality(inventory).items() if found}
 
 
 def common_notes(legacy: Mapping[str, Any], inventory: ResolvedInventory) -> list[str]:

@@ -55,7 +55,7 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
         options.frozen_sets[memo_key] = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
     result = options.frozen_sets[memo_key]
     parameters = result.structure.parameters
-    frozen_numel = sum(info.numel for info in parameters if info.name in result.frozen)
+    frozen_numel = result.frozen_numel
     header = SnapshotHeader(
         recipe=key,
         model_id=recipe.model.model_id,
@@ -64,6 +64,6 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
         frozen_tensors=len(result.frozen),
         trainable_tensors=len(parameters) - len(result.frozen),
         frozen_parameters=frozen_numel,
-        trainable_parameters=sum(info.numel for info in parameters) - frozen_numel,
+        trainable_parameters=result.structure.total_numel - frozen_numel,
     )
     return ComputedSnapshot(snapshot=Snapshot(header=header, frozen=result.frozen), result=result)
