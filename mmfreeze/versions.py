@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 # Module trees (and so parameter names) change between transformers releases: the bundled
 # snapshots are valid for exactly this one.
@@ -31,3 +35,15 @@ def transformers_version_warning() -> str | None:
         f"{SNAPSHOT_TRANSFORMERS_VERSION}; module trees differ between releases, so frozen sets may "
         f"differ for reasons unrelated to your recipes (pip install transformers=={SNAPSHOT_TRANSFORMERS_VERSION})"
     )
+
+
+@cache
+def code_fingerprint(package_dir: Path = PACKAGE_DIR) -> str:
+    """A hash of mmfreeze's own Python source, for results that depend on our code as well as on
+    the libraries: a frozen set computed by one resolver table or freezing engine is never served
+    to another. Every file counts, so no list of "relevant" files can go stale."""
+    digest = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*.py")):
+        digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

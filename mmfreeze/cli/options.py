@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from mmfreeze.models.cache import StructureCache, default_cache_dir
+from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.models.cache import StructureCache
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
 
 
@@ -17,7 +18,7 @@ def model_loading_options(command: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
         click.option("--allow-network", is_flag=True, help="Fetch config.json from the Hugging Face hub when no offline source has it."),
         click.option("--allow-target", "allow_targets", multiple=True, metavar="TARGET=AutoModelFor...", help="Accept another model._target_ (repeatable); it is mapped, never imported."),
-        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Structure cache folder (default: $MMFREEZE_CACHE_DIR or ~/.cache/mmfreeze)."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Cache folder for model structures and frozen sets (default: $MMFREEZE_CACHE_DIR or ~/.cache/mmfreeze)."),
         click.option("--no-cache", is_flag=True, help="Build every model; read and write no on-disk cache."),
     ]
     for decorator in reversed(decorators):

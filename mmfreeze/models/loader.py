@@ -36,6 +36,12 @@ def find_recipe_config(recipe: Recipe, *, allow_network: bool = False) -> ModelC
     )
 
 
+def structure_source(recipe: Recipe, *, allow_network: bool = False) -> tuple[ModelConfigSource, str]:
+    """The recipe's model config and the cache key of the structure built from it."""
+    source = find_recipe_config(recipe, allow_network=allow_network)
+    return source, structure_key(source.config, recipe.model.auto_class)
+
+
 def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
     """A transformers config object from config.json content."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -77,8 +83,7 @@ def build_structure(config: Mapping[str, Any], auto_class: str, *, source: str) 
 
 def load_structure(recipe: Recipe, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
     """The recipe's model structure, from the cache when its key is known, else built once."""
-    source = find_recipe_config(recipe, allow_network=allow_network)
-    key = structure_key(source.config, recipe.model.auto_class)
+    source, key = structure_source(recipe, allow_network=allow_network)
     structure = cache.get(key)
     if structure is None:
         structure = build_structure(source.config, recipe.model.auto_class, source=recipe.display_path)

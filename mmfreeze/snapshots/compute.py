@@ -1,46 +1,76 @@
-"""One recipe -> its snapshot: load, build (or read the cached structure), freeze, summarise."""
+"""One recipe -> its snapshot: load, freeze (or read the cached frozen set), summarise.
+
+A run first parses every recipe and builds, in parallel, the distinct models whose frozen sets
+are not cached (:func:`prefetch`); then each recipe's snapshot is one cache lookup, or one
+computation shared by every recipe with the same model and freezing setup.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult, compute_frozen_set
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
+from mmfreeze.models.batch import build_missing
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.loader import load_structure
+from mmfreeze.models.loader import load_structure, structure_source
+from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import Recipe, load_recipe
-from mmfreeze.snapshots.format import Snapshot, SnapshotHeader
+from mmfreeze.snapshots.format import Snapshot
+from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord, frozen_set_key
+from mmfreeze.versions import code_fingerprint
 
 
 @dataclass(frozen=True, kw_only=True)
 class LoadingOptions:
-    """How recipes are turned into models; the same for every recipe of a run."""
+    """How recipes are turned into snapshots; the same for every recipe of a run."""
 
     allowed_targets: Mapping[str, str]
     cache: StructureCache
+    frozen_sets: FrozenSetCache
     allow_network: bool = False
     recipes: dict[Path, Recipe] = field(default_factory=dict)
-    """Recipes already parsed in this run (by the up-front build), by path."""
-    frozen_sets: dict[str, FrozenSetResult] = field(default_factory=dict)
-    """Frozen sets by everything they depend on (see :func:`frozen_set_key`): recipes that share
-    a checkpoint and a freezing setup share one computation, so a corpus costs what its distinct
-    setups cost, not what its recipe count costs."""
+    """Recipes already parsed in this run, by path."""
+    results: dict[str, FrozenSetResult] = field(default_factory=dict)
+    """Full frozen-set computations of this run by frozen-set key, shared by recipes with the
+    same model and freezing setup."""
+
+    def recipe(self, path: Path) -> Recipe:
+        if path not in self.recipes:
+            self.recipes[path] = load_recipe(path, allowed_targets=self.allowed_targets)
+        return self.recipes[path]
+
+    def frozen_set_key(self, recipe: Recipe) -> str:
+        _, key = structure_source(recipe, allow_network=self.allow_network)
+        return frozen_set_key(key, recipe.document, code_fingerprint())
 
 
 @dataclass(frozen=True, kw_only=True)
 class ComputedSnapshot:
     snapshot: Snapshot
-    result: FrozenSetResult
-    """The frozen set and the trained structure it was computed on (shapes, for counts)."""
+    recipe: Recipe
+    options: LoadingOptions
+
+    def trained_structure(self) -> ModelStructure:
+        """The structure the set was computed on (shapes and groups for a change report). Only a
+        changed snapshot needs it, so a cached frozen set loads it only then."""
+        return _compute(self.recipe, self.options).structure
 
 
-def frozen_set_key(structure_key: str, document: Mapping[str, Any]) -> str:
-    """Everything a recipe's frozen set depends on: its model structure and the sections read."""
-    sections = {name: document.get(name) for name in FROZEN_SET_INPUTS}
-    return structure_key + json.dumps(sections, sort_keys=True, default=str)
+def prefetch(paths: Sequence[Path], options: LoadingOptions, *, workers: int | None = None) -> None:
+    """Parse every recipe once, and build the distinct models of those whose frozen set is not
+    cached, in parallel. Recipes that fail here are skipped: their own step reports them with context."""
+    uncached = []
+    for path in paths:
+        try:
+            recipe = options.recipe(path)
+            if options.frozen_sets.get(options.frozen_set_key(recipe)) is None:
+                uncached.append(recipe)
+        except MmfreezeError:
+            continue
+    build_missing(uncached, options.cache, workers=workers, allow_network=options.allow_network)
 
 
 def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedSnapshot:
@@ -48,22 +78,19 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
 
     Raises :class:`~mmfreeze.exceptions.MmfreezeError` subclasses naming the file and key.
     """
-    recipe = options.recipes.get(path) or load_recipe(path, allowed_targets=options.allowed_targets)
-    loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
-    memo_key = frozen_set_key(loaded.key, recipe.document)
-    if memo_key not in options.frozen_sets:
-        options.frozen_sets[memo_key] = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
-    result = options.frozen_sets[memo_key]
-    parameters = result.structure.parameters
-    frozen_numel = result.frozen_numel
-    header = SnapshotHeader(
-        recipe=key,
-        model_id=recipe.model.model_id,
-        architecture=result.structure.class_name,
-        vocabulary=result.vocabulary,
-        frozen_tensors=len(result.frozen),
-        trainable_tensors=len(parameters) - len(result.frozen),
-        frozen_parameters=frozen_numel,
-        trainable_parameters=result.structure.total_numel - frozen_numel,
-    )
-    return ComputedSnapshot(snapshot=Snapshot(header=header, frozen=result.frozen), result=result)
+    recipe = options.recipe(path)
+    memo_key = options.frozen_set_key(recipe)
+    record = options.frozen_sets.get(memo_key)
+    if record is None:
+        record = FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
+        options.frozen_sets.put(memo_key, record)
+    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id)
+    return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
+
+
+def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
+    memo_key = options.frozen_set_key(recipe)
+    if memo_key not in options.results:
+        loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
+        options.results[memo_key] = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
+    return options.results[memo_key]

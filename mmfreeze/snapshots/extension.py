@@ -1,9 +1,10 @@
 """The syrupy extension: one text file per recipe, at the path :mod:`layout` gives.
 
 syrupy does the comparing, writing, diffing and unused-snapshot accounting; this class only says
-where a recipe's file is and which files are ours. The test location it receives is a
+where a recipe's file is and which files are ours. A recipe's test location is a
 :class:`~mmfreeze.snapshots.plugin.RecipeItem`, which carries its snapshot path and the run's
-snapshot folder.
+snapshot folder. syrupy also offers every other collected test of a session to every extension
+(to find unused snapshots); for those this extension owns nothing.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ class RecipeSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def discovery_dirname(cls, *, test_location: PyTestLocation) -> str:
+        if not _is_recipe(test_location):
+            return str(Path(test_location.filepath).parent)  # any key: nothing is discovered there
         return str(test_location.item.snapshot_dir)
 
     @classmethod
     def matches_test_location(cls, *, test_location: PyTestLocation, snapshot_location: str) -> bool:
-        return Path(snapshot_location) == Path(test_location.item.snapshot_path)
+        return _is_recipe(test_location) and Path(snapshot_location) == Path(test_location.item.snapshot_path)
 
     def owns_snapshot_collection(self, *, filepath: str, test_location: PyTestLocation) -> bool:
         # A snapshot whose recipe still exists belongs to that recipe even when this run did not
@@ -59,10 +62,16 @@ class RecipeSnapshotExtension(SingleFileSnapshotExtension):
         # Unlike the base class, never record files we do not own: the snapshot folder may hold
         # anything (a README), and syrupy deletes unknown collections it discovered.
         discovered = SnapshotCollections()
+        if not _is_recipe(test_location):
+            return discovered
         for filepath in _snapshot_files(Path(self.discovery_dirname(test_location=test_location))):
             if self.owns_snapshot_collection(filepath=filepath, test_location=test_location):
                 discovered.add(self.read_snapshot_collection(snapshot_location=filepath))
         return discovered
+
+
+def _is_recipe(test_location: PyTestLocation) -> bool:
+    return hasattr(test_location.item, "snapshot_path")
 
 
 def _snapshot_files(root: Path) -> Iterator[str]:

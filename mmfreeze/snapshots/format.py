@@ -22,8 +22,9 @@ no absolute paths, no library versions. ``format`` changes deliberately invalida
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cached_property
 from typing import Any
 
 from mmfreeze.exceptions import SnapshotError
@@ -56,7 +57,17 @@ class SnapshotHeader:
 @dataclass(frozen=True, kw_only=True)
 class Snapshot:
     header: SnapshotHeader
-    frozen: frozenset[str]
+    lines: tuple[str, ...]
+    """The frozen names as the file stores them: sorted and range-compressed (see ``compress``)."""
+
+    @classmethod
+    def of(cls, header: SnapshotHeader, frozen: Iterable[str]) -> Snapshot:
+        return cls(header=header, lines=body_lines(frozenset(frozen), recipe=header.recipe))
+
+    @cached_property
+    def frozen(self) -> frozenset[str]:
+        """The names, expanded: only a changed snapshot's report needs them."""
+        return frozenset(expand_lines(self.lines))
 
 
 _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
@@ -70,7 +81,7 @@ def render_snapshot(snapshot: Snapshot) -> str:
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]
     lines.append(SEPARATOR)
-    lines += _body_lines(snapshot.frozen, header.recipe)
+    lines += snapshot.lines
     return "\n".join(lines) + "\n"
 
 
@@ -79,19 +90,10 @@ def _check_storable(value: str, recipe: str | None) -> None:
         raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=recipe)
 
 
-def _body_lines(frozen: frozenset[str], recipe: str) -> tuple[str, ...]:
-    try:
-        return _compressed(frozen)
-    except SnapshotError as error:
-        raise SnapshotError(error.message, source=recipe) from None
-
-
-@lru_cache(maxsize=64)
-def _compressed(frozen: frozenset[str]) -> tuple[str, ...]:
-    """The name lines. Recipes sharing a model and freezing setup share one frozenset object
-    (see compute.py), whose hash Python keeps, so for all but the first the cache answers at once."""
+def body_lines(frozen: frozenset[str], *, recipe: str | None) -> tuple[str, ...]:
+    """The stored form of ``frozen``; a name that cannot be stored is a :class:`SnapshotError`."""
     for name in frozen:
-        _check_storable(name, None)
+        _check_storable(name, recipe)
     return tuple(compress_names(frozen))
 
 
@@ -107,7 +109,7 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
         header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
     except (TypeError, ValueError) as error:
         raise SnapshotError(f"bad header: {error}", source=source) from error
-    return Snapshot(header=header, frozen=frozenset(expand_lines(line for line in body.split("\n") if line)))
+    return Snapshot(header=header, lines=tuple(line for line in body.split("\n") if line))
 
 
 def _header_values(lines: list[str], *, source: str | None) -> dict[str, Any]:

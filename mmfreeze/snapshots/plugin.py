@@ -23,11 +23,12 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
 from mmfreeze.exceptions import MmfreezeError, SnapshotError
-from mmfreeze.models.batch import prefetch_structures
-from mmfreeze.models.cache import StructureCache, default_cache_dir
+from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.models.cache import StructureCache
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, SKIPPED_DIRS
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
-from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot
+from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
+from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.diff import diff_snapshots
 from mmfreeze.snapshots.extension import RecipeSnapshotExtension
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
@@ -63,8 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("mmfreeze_snapshot_dir", "Snapshot folder, relative to the rootdir.", default=DEFAULT_SNAPSHOT_DIR)
     group.addoption("--mmfreeze-only", action="store_true", help="Collect recipes and nothing else.")
     group.addoption("--mmfreeze-allow-target", action="append", default=[], metavar="TARGET=AutoModelFor...")
-    group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Structure cache folder.")
-    group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no structure cache.")
+    group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Cache folder (model structures and frozen sets).")
+    group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no on-disk cache.")
     group.addoption("--mmfreeze-allow-network", action="store_true", help="Fetch configs from the hub.")
     group.addoption("--mmfreeze-workers", type=int, default=None, metavar="N",
                     help="Worker processes building models missing from the cache (default: available cores).")
@@ -84,20 +85,20 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         only_recipes=option.mmfreeze_only,
         loading=LoadingOptions(
-            allowed_targets=targets, cache=StructureCache(cache_dir), allow_network=option.mmfreeze_allow_network
+            allowed_targets=targets,
+            cache=StructureCache(cache_dir),
+            frozen_sets=FrozenSetCache(cache_dir),
+            allow_network=option.mmfreeze_allow_network,
         ),
     )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build every distinct model once, in parallel, before the per-recipe items run."""
+    """Build every distinct model that is needed once, in parallel, before the per-recipe items run."""
     run = session.config.stash[RUN_KEY]
     paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
     if paths:
-        run.loading.recipes.update(prefetch_structures(
-            paths, run.loading.cache, allowed_targets=run.loading.allowed_targets,
-            workers=session.config.option.mmfreeze_workers, allow_network=run.loading.allow_network,
-        ))
+        prefetch(paths, run.loading, workers=session.config.option.mmfreeze_workers)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -172,7 +173,7 @@ class RecipeItem(pytest.Item):
             old = parse_snapshot(stored, source=_relative(self.snapshot_path, self.root))
         except SnapshotError as error:
             return self._build(status, message=str(error))
-        structure = computed.result.structure
+        structure = computed.trained_structure()
         change = diff_snapshots(
             old, computed.snapshot,
             numel_of={info.name: info.numel for info in structure.parameters},
@@ -205,13 +206,15 @@ def _failure_text(outcome: RecipeOutcome) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Record the snapshots syrupy found unused (their recipe is gone), after it deleted any."""
+    """Record the recipe snapshots syrupy found unused (their recipe is gone), after it deleted any."""
     run = session.config.stash[RUN_KEY]
     report = getattr(getattr(session.config, "_syrupy", None), "report", None)
     if report is None or report.disable_unused_snapshots:
         return
     for collection in report.unused:
         location = Path(collection.location)
+        if not location.is_relative_to(run.snapshot_dir):
+            continue  # another extension's snapshot (the repository's own tests): not ours to report
         deleted = not location.exists()
         if deleted:
             _prune_empty_folders(location.parent, run.snapshot_dir)

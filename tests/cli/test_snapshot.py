@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -167,6 +168,15 @@ def test_warm_check_imports_neither_torch_nor_transformers(corpus: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_warm_check_reads_cached_frozen_sets_and_no_structure(corpus: Path) -> None:
+    cache = corpus / "cache"
+    assert run(corpus, "recipes", "--check", "--cache-dir", str(cache)).returncode == ExitCode.OK
+    shutil.rmtree(cache / "structures")
+    result = run(corpus, "recipes", "--check", "--cache-dir", str(cache))
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert not (cache / "structures").exists()
+
+
 def test_another_repository_checks_its_recipes_in_its_own_pytest_run(corpus: Path) -> None:
     (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = recipes\nmmfreeze_recipes = recipes\n")
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -175,6 +185,19 @@ def test_another_repository_checks_its_recipes_in_its_own_pytest_run(corpus: Pat
     write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
     result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and "recipes/vlm/a.yaml: changed" in result.stdout, result.stdout
+
+
+def test_unused_snapshots_of_the_repositorys_own_tests_are_left_to_syrupy(corpus: Path) -> None:
+    (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = tests recipes\nmmfreeze_recipes = recipes\n")
+    (corpus / "tests" / "__snapshots__").mkdir(parents=True)
+    (corpus / "tests" / "test_own.py").write_text("def test_kept(snapshot):\n    assert snapshot == 1\n")
+    (corpus / "tests" / "__snapshots__" / "test_own.ambr").write_text(
+        "# serializer version: 1\n# name: test_gone\n  2\n# ---\n# name: test_kept\n  1\n# ---\n"
+    )
+    pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    assert "4 passed" in result.stdout and "1 snapshot unused" in result.stdout, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 @pytest.mark.slow

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.exceptions import ModelBuildError, RecipeError
-from mmfreeze.models.batch import load_structures
+from mmfreeze.models.batch import build_missing
 from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
 from tests.cli.test_explain import TINY_LLAVA
 
@@ -34,9 +35,24 @@ def test_recipes_sharing_a_config_share_one_build(tmp_path: Path, monkeypatch: p
     real = batch._build_job
     monkeypatch.setattr(batch, "_build_job", lambda job: builds.append(job[0]) or real(job))
     paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt", "b.yaml": "ckpt"})
-    results = load_structures([load_recipe(p) for p in paths], StructureCache(None), workers=1)
+    recipes = [load_recipe(p) for p in paths]
+    cache = StructureCache(None)
+    assert build_missing(recipes, cache, workers=1) == {}
     assert len(builds) == 1
-    assert results[paths[0]].structure == results[paths[1]].structure
+    assert load_structure(recipes[0], cache).structure is load_structure(recipes[1], cache).structure
+    assert len(builds) == 1
+
+
+def test_cached_structures_are_neither_built_nor_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt"})
+    recipes = [load_recipe(p) for p in paths]
+    build_missing(recipes, StructureCache(tmp_path / "cache"), workers=1)
+    warm = StructureCache(tmp_path / "cache")
+    monkeypatch.setattr(warm, "get", lambda key: pytest.fail("a cached entry was read"))
+    to_build: list[list] = []
+    monkeypatch.setattr("mmfreeze.models.batch._build_all", lambda pending, workers: to_build.append(pending) or {})
+    assert build_missing(recipes, warm, workers=2) == {}
+    assert to_build == [[]]
 
 
 @pytest.mark.slow
@@ -44,18 +60,22 @@ def test_results_do_not_depend_on_the_worker_count(tmp_path: Path) -> None:
     bigger = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_hidden_layers": 3}}
     paths = corpus(tmp_path, {"small": TINY_LLAVA, "big": bigger}, {"a.yaml": "small", "b.yaml": "big"})
     recipes = [load_recipe(p) for p in paths]
-    serial = load_structures(recipes, StructureCache(None), workers=1)
-    parallel = load_structures(recipes, StructureCache(None), workers=2)
-    assert {p: r.structure for p, r in serial.items()} == {p: r.structure for p, r in parallel.items()}
+    serial, parallel = StructureCache(None), StructureCache(None)
+    assert build_missing(recipes, serial, workers=1) == build_missing(recipes, parallel, workers=2) == {}
+    for recipe in recipes:
+        assert load_structure(recipe, serial).structure == load_structure(recipe, parallel).structure
 
 
 def test_a_bad_config_fails_its_recipes_and_the_rest_carry_on(tmp_path: Path) -> None:
     broken = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_attention_heads": 5}}
     paths = corpus(tmp_path, {"good": TINY_LLAVA, "bad": broken}, {"a.yaml": "good", "b.yaml": "bad", "c.yaml": "bad"})
-    results = load_structures([load_recipe(p) for p in paths], StructureCache(None), workers=1)
-    assert results[paths[0]].structure.class_name == "LlavaForConditionalGeneration"
-    for path in paths[1:]:
-        assert isinstance(results[path], ModelBuildError) and results[path].source.endswith(path.name)
+    recipes = [load_recipe(p) for p in paths]
+    cache = StructureCache(None)
+    errors = build_missing(recipes, cache, workers=1)
+    assert sorted(errors) == paths[1:]
+    for path, error in errors.items():
+        assert isinstance(error, ModelBuildError) and error.source.endswith(path.name) and error.key == "model"
+    assert load_structure(recipes[0], cache).structure.class_name == "LlavaForConditionalGeneration"
 
 
 def test_errors_survive_pickling_with_their_source_and_key() -> None:

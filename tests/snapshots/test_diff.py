@@ -9,10 +9,10 @@ from tests.snapshots.test_format import HEADER
 
 
 def test_moved_names_are_grouped_with_counts_and_header_changes_listed() -> None:
-    old = Snapshot(header=HEADER, frozen=frozenset({"v.blocks.0.w", "v.blocks.1.w", "lm.w"}))
-    new = Snapshot(
-        header=replace(HEADER, vocabulary="new", frozen_tensors=2),
-        frozen=frozenset({"v.blocks.0.w", "v.blocks.1.w", "proj.w"}),
+    old = Snapshot.of(HEADER, frozenset({"v.blocks.0.w", "v.blocks.1.w", "lm.w"}))
+    new = Snapshot.of(
+        replace(HEADER, vocabulary="new", frozen_tensors=2),
+        frozenset({"v.blocks.0.w", "v.blocks.1.w", "proj.w"}),
     )
     change = diff_snapshots(old, new, numel_of={"proj.w": 6, "lm.w": 4}, group_of=prefix_group)
     assert change.header_changes == (

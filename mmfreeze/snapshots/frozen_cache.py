@@ -1,0 +1,95 @@
+"""Frozen sets on disk, so a warm check reads neither model structures nor runs the resolver.
+
+A recipe's frozen set is a function of three things: its model structure (named by the structure
+key), the recipe sections the engine reads, and mmfreeze's own code (resolver table, both
+freezing engines, LoRA injection). The key covers all three, the code through a hash of the
+package source: a stale entry would hide exactly the change a snapshot exists to catch, such as
+a table edit that moves a parameter to another role.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mmfreeze.disk_cache import DiskCache
+from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult
+from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
+
+RECORD_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrozenSetRecord:
+    """What a snapshot takes from one frozen-set computation: all of it but the recipe's own
+    path and model id, which recipes sharing the computation do not share."""
+
+    architecture: str
+    vocabulary: str
+    lines: tuple[str, ...]
+    """The frozen names in the snapshot's stored form (range-compressed: an MoE model's names
+    shrink a hundredfold), so a cached set is rendered without compressing it again."""
+    frozen_tensors: int
+    frozen_parameters: int
+    trainable_tensors: int
+    trainable_parameters: int
+
+    @classmethod
+    def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
+        structure = result.structure
+        frozen_numel = result.frozen_numel
+        return cls(
+            architecture=structure.class_name,
+            vocabulary=result.vocabulary,
+            lines=body_lines(result.frozen, recipe=recipe),
+            frozen_tensors=len(result.frozen),
+            frozen_parameters=frozen_numel,
+            trainable_tensors=len(structure.parameters) - len(result.frozen),
+            trainable_parameters=structure.total_numel - frozen_numel,
+        )
+
+    def snapshot(self, *, recipe: str, model_id: str) -> Snapshot:
+        header = SnapshotHeader(
+            recipe=recipe,
+            model_id=model_id,
+            architecture=self.architecture,
+            vocabulary=self.vocabulary,
+            frozen_tensors=self.frozen_tensors,
+            trainable_tensors=self.trainable_tensors,
+            frozen_parameters=self.frozen_parameters,
+            trainable_parameters=self.trainable_parameters,
+        )
+        return Snapshot(header=header, lines=self.lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "format": RECORD_FORMAT_VERSION}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FrozenSetRecord:
+        if data.get("format") != RECORD_FORMAT_VERSION:
+            raise ValueError(f"frozen-set record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
+        fields = {name: value for name, value in data.items() if name != "format"}
+        return cls(**{**fields, "lines": tuple(data["lines"])})
+
+
+def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str) -> str:
+    """Everything a recipe's frozen set depends on: its model structure, the sections the engine
+    reads, and the code that reads them."""
+    sections = {name: document.get(name) for name in FROZEN_SET_INPUTS}
+    material = json.dumps([structure_key, code_fingerprint, sections], sort_keys=True, default=str)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class FrozenSetCache(DiskCache[FrozenSetRecord]):
+    """Frozen-set records by :func:`frozen_set_key`."""
+
+    kind = "frozen_sets"
+
+    def encode(self, value: FrozenSetRecord) -> Any:
+        return value.to_json()
+
+    def decode(self, data: Any) -> FrozenSetRecord:
+        return FrozenSetRecord.from_json(data)

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, compute_frozen_set
+from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord, frozen_set_key
+from tests.models.test_cache import STRUCTURE
+
+DOCUMENT = {"freeze_config": {"language": {"decoder": True}}, "optim": {"lr": 1e-5}}
+
+
+def record() -> FrozenSetRecord:
+    result = compute_frozen_set(STRUCTURE, {"freeze_config": {"freeze_language_model": True}}, source="r.yaml")
+    return FrozenSetRecord.of(result, recipe="r.yaml")
+
+
+def test_record_carries_the_snapshot_counts_and_stored_names() -> None:
+    snapshot = record().snapshot(recipe="cfg/r.yaml", model_id="org/toy")
+    assert snapshot.frozen == {"a.weight"} and snapshot.lines == ("a.weight",)
+    assert (snapshot.header.frozen_tensors, snapshot.header.frozen_parameters, snapshot.header.trainable_tensors) == (1, 6, 0)
+    assert (snapshot.header.recipe, snapshot.header.model_id, snapshot.header.architecture) == ("cfg/r.yaml", "org/toy", "Toy")
+
+
+def test_record_round_trips_through_disk(tmp_path: Path) -> None:
+    FrozenSetCache(tmp_path).put("k", record())
+    assert FrozenSetCache(tmp_path).get("k") == record()
+
+
+@pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}')])
+def test_damaged_or_other_format_entry_is_a_miss(tmp_path: Path, damage: bytes) -> None:
+    FrozenSetCache(tmp_path).put("k", record())
+    next((tmp_path / "frozen_sets").iterdir()).write_bytes(damage)
+    assert FrozenSetCache(tmp_path).get("k") is None
+
+
+def test_key_changes_with_the_structure_the_code_and_every_section_the_engine_reads() -> None:
+    base = frozen_set_key("structure", DOCUMENT, "code")
+    assert frozen_set_key("other-structure", DOCUMENT, "code") != base
+    assert frozen_set_key("structure", DOCUMENT, "other-code") != base
+    for section in FROZEN_SET_INPUTS:
+        assert frozen_set_key("structure", {**DOCUMENT, section: {"changed": 1}}, "code") != base, section
+
+
+def test_key_ignores_sections_the_engine_does_not_read() -> None:
+    base = frozen_set_key("structure", DOCUMENT, "code")
+    assert frozen_set_key("structure", {**DOCUMENT, "optim": {"lr": 2e-5}, "seed": 3}, "code") == base
