@@ -83,6 +83,10 @@ def _identity(structure: ModelStructure, modules: Mapping[str, str], prefix: str
 
 def _parameters(structure: ModelStructure, prefix: str | None) -> Iterator[CanonicalParameter]:
     for info in structure.parameters:
+        if prefix is None and not info.aliases:  # most parameters: one name, no PEFT root to drop
+            name = strip_wrapper_segments(info.name)
+            yield CanonicalParameter(name=name, aliases=(), raw_name=info.name, numel=info.numel)
+            continue
         names = [canonical_path(raw, peft_prefix=prefix) for raw in info.names]
         kept = list(dict.fromkeys(name for name in names if name is not None))
         if kept:
