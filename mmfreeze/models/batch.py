@@ -15,8 +15,8 @@ import gc
 import multiprocessing
 import multiprocessing.forkserver
 import os
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,11 +48,13 @@ def build_missing(
     *,
     workers: int | None = None,
     allow_network: bool = False,
+    on_built: Callable[[str], None] | None = None,
 ) -> dict[Path, MmfreezeError]:
     """Put every recipe's structure into ``cache``, building each missing one once.
 
-    Returns the recipes that could not get one, with the error that stopped them (the others
-    carry on). Entries already in the cache are not read.
+    ``on_built(key)`` runs in this process as each new structure arrives, while the workers
+    build the rest. Returns the recipes that could not get a structure, with the error that
+    stopped them (the others carry on). Entries already in the cache are not read.
     """
     workers = workers or default_workers()
     errors: dict[Path, MmfreezeError] = {}
@@ -69,9 +71,11 @@ def build_missing(
             users.setdefault(key, []).append(recipe)
             if workers > 1:
                 _forkserver()  # starts importing torch now, while the remaining recipes are read
-    for key, outcome in _build_all(list(pending.values()), workers).items():
+    for key, outcome in _build_all(list(pending.values()), workers):
         if isinstance(outcome, ModelStructure):
             cache.put(key, outcome)
+            if on_built is not None:
+                on_built(key)
         else:
             errors.update((recipe.path, _for_recipe(outcome, recipe)) for recipe in users[key])
     return errors
@@ -82,19 +86,21 @@ def _for_recipe(error: MmfreezeError, recipe: Recipe) -> MmfreezeError:
     return type(error)(error.message, source=recipe.display_path, key="model")
 
 
-def _build_all(pending: list[_Pending], workers: int) -> dict[str, ModelStructure | MmfreezeError]:
+def _build_all(pending: list[_Pending], workers: int) -> Iterator[tuple[str, ModelStructure | MmfreezeError]]:
     if not pending:
-        return {}
+        return
     jobs = [(p.key, p.source.config, p.recipe.model.auto_class, p.recipe.display_path) for p in pending]
     if workers <= 1:
-        return dict(_decode(_build_job(job)) for job in jobs)
+        yield from (_decode(_build_job(job)) for job in jobs)
+        return
     # gc.freeze in each worker: the libraries' objects, inherited from the forkserver, leave the
     # collector's reach, so collections neither walk them (time) nor write to their pages
     # (copy-on-write copies: about 150 MiB over two workers, measured).
     with ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)), mp_context=_forkserver(), initializer=gc.freeze
     ) as pool:
-        return dict(_decode(outcome) for outcome in pool.map(_build_job, jobs))
+        futures = [pool.submit(_build_job, job) for job in jobs]
+        yield from (_decode(future.result()) for future in as_completed(futures))
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:

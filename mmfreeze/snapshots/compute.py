@@ -1,12 +1,13 @@
 """One recipe -> its snapshot: load, freeze (or read the cached frozen set), summarise.
 
 A run first parses every recipe and builds, in parallel, the distinct models whose frozen sets
-are not cached (:func:`prefetch`); then each recipe's snapshot is one cache lookup, or one
-computation shared by every recipe with the same model and freezing setup.
+are not cached, computing those sets as the models arrive (:func:`prefetch`); then each recipe's
+snapshot is one cache lookup. Recipes with the same model and freezing setup share one record.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,18 +34,22 @@ class LoadingOptions:
     allow_network: bool = False
     recipes: dict[Path, Recipe] = field(default_factory=dict)
     """Recipes already parsed in this run, by path."""
-    results: dict[str, FrozenSetResult] = field(default_factory=dict)
-    """Full frozen-set computations of this run by frozen-set key, shared by recipes with the
-    same model and freezing setup."""
+    structure_keys: dict[Path, str] = field(default_factory=dict)
+    """Each recipe's structure key, by recipe path (finding the config and hashing it is asked
+    for several times per recipe)."""
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:
             self.recipes[path] = load_recipe(path, allowed_targets=self.allowed_targets)
         return self.recipes[path]
 
+    def structure_key(self, recipe: Recipe) -> str:
+        if recipe.path not in self.structure_keys:
+            _, self.structure_keys[recipe.path] = structure_source(recipe, allow_network=self.allow_network)
+        return self.structure_keys[recipe.path]
+
     def frozen_set_key(self, recipe: Recipe) -> str:
-        _, key = structure_source(recipe, allow_network=self.allow_network)
-        return frozen_set_key(key, recipe.document, code_fingerprint())
+        return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,22 +60,32 @@ class ComputedSnapshot:
 
     def trained_structure(self) -> ModelStructure:
         """The structure the set was computed on (shapes and groups for a change report). Only a
-        changed snapshot needs it, so a cached frozen set loads it only then."""
+        changed snapshot needs it, so it is computed again then rather than kept for every recipe."""
         return _compute(self.recipe, self.options).structure
 
 
 def prefetch(paths: Sequence[Path], options: LoadingOptions, *, workers: int | None = None) -> None:
-    """Parse every recipe once, and build the distinct models of those whose frozen set is not
-    cached, in parallel. Recipes that fail here are skipped: their own step reports them with context."""
-    uncached = []
+    """Parse every recipe once, build the distinct models of those whose frozen set is not cached
+    in parallel, and compute each frozen set as soon as its model arrives, so this process works
+    while the workers build the rest. Recipes that fail here are skipped: their own step reports
+    them with context."""
+    waiting: dict[str, list[Recipe]] = {}
+    """Structure key -> recipes whose frozen set needs that structure."""
     for path in paths:
         try:
             recipe = options.recipe(path)
             if options.frozen_sets.get(options.frozen_set_key(recipe)) is None:
-                uncached.append(recipe)
+                waiting.setdefault(options.structure_key(recipe), []).append(recipe)
         except MmfreezeError:
             continue
-    build_missing(uncached, options.cache, workers=workers, allow_network=options.allow_network)
+
+    def compute_waiting(key: str) -> None:
+        for recipe in waiting[key]:
+            with contextlib.suppress(MmfreezeError):  # the recipe's own step reports it
+                _record(recipe, options)
+
+    recipes = [recipe for group in waiting.values() for recipe in group]
+    build_missing(recipes, options.cache, workers=workers, allow_network=options.allow_network, on_built=compute_waiting)
 
 
 def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedSnapshot:
@@ -79,18 +94,20 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     Raises :class:`~mmfreeze.exceptions.MmfreezeError` subclasses naming the file and key.
     """
     recipe = options.recipe(path)
+    record = _record(recipe, options)
+    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id)
+    return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
+
+
+def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:
     memo_key = options.frozen_set_key(recipe)
     record = options.frozen_sets.get(memo_key)
     if record is None:
         record = FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
         options.frozen_sets.put(memo_key, record)
-    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id)
-    return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
+    return record
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
-    memo_key = options.frozen_set_key(recipe)
-    if memo_key not in options.results:
-        loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
-        options.results[memo_key] = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
-    return options.results[memo_key]
+    loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
+    return compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)

@@ -37,8 +37,9 @@ def test_recipes_sharing_a_config_share_one_build(tmp_path: Path, monkeypatch: p
     paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt", "b.yaml": "ckpt"})
     recipes = [load_recipe(p) for p in paths]
     cache = StructureCache(None)
-    assert build_missing(recipes, cache, workers=1) == {}
-    assert len(builds) == 1
+    arrived: list[str] = []
+    assert build_missing(recipes, cache, workers=1, on_built=arrived.append) == {}
+    assert len(builds) == 1 and arrived == builds and cache.has(arrived[0])
     assert load_structure(recipes[0], cache).structure is load_structure(recipes[1], cache).structure
     assert len(builds) == 1
 
@@ -50,9 +51,10 @@ def test_cached_structures_are_neither_built_nor_read(tmp_path: Path, monkeypatc
     warm = StructureCache(tmp_path / "cache")
     monkeypatch.setattr(warm, "get", lambda key: pytest.fail("a cached entry was read"))
     to_build: list[list] = []
-    monkeypatch.setattr("mmfreeze.models.batch._build_all", lambda pending, workers: to_build.append(pending) or {})
-    assert build_missing(recipes, warm, workers=2) == {}
-    assert to_build == [[]]
+    monkeypatch.setattr("mmfreeze.models.batch._build_all", lambda pending, workers: to_build.append(pending) or iter(()))
+    arrived: list[str] = []
+    assert build_missing(recipes, warm, workers=2, on_built=arrived.append) == {}
+    assert to_build == [[]] and arrived == []
 
 
 @pytest.mark.slow
