@@ -1,16 +1,17 @@
 """What `mmfreeze snapshot --check` costs on a corpus, against the naive way and against the floor.
 
-    python benchmarks/corpus_check.py            # full measurement (about 15 minutes on 2 cores)
+    python benchmarks/corpus_check.py            # full measurement (about 13 minutes on 2 cores)
     python benchmarks/corpus_check.py --smoke    # CI: every step runs on a few recipes, nothing timed is judged
 
-Every figure is measured in this run, in fresh processes, with a fresh structure cache:
+Every figure is measured in this run, in fresh processes; "cold" starts with an empty cache
+(structures and frozen sets), "warm" is the same command again on the cache the cold run left:
 
 1. cold check vs the naive way (each recipe in its own fresh process, its model built there);
 2. cold check vs the floor (one torch + transformers import, plus the sum of one meta build per
    distinct config divided by the workers);
 3. warm check vs cold, and whether the warm run imported torch or transformers;
 4. `migrate --check` per recipe on the pre-migration corpus, structures already cached;
-5. peak memory of the cold run (the whole process tree's proportional set size, sampled);
+5. peak memory of the cold runs (the whole process tree's proportional set size, sampled);
 6. wall time of 1,000 generated recipes against 100, over the same distinct configs.
 """
 
@@ -38,18 +39,20 @@ from generate_corpus import generate_corpus  # noqa: E402
 CORPUS = REPO / "example_configs"
 PRE_MIGRATION = REPO / "tests" / "migrate" / "fixtures" / "pre_migration"
 WORKERS = len(os.sched_getaffinity(0))
+REPEATS = 3
+"""Cold, warm and floor are the median of this many runs: this machine's timings vary by 10%."""
 
 
 @dataclass(frozen=True)
 class Run:
     seconds: float
-    peak_rss_bytes: int
+    peak_pss_bytes: int
     exit_code: int
     output: str
 
 
 def mmfreeze(*args: str, cwd: Path, cache: Path | None) -> Run:
-    """Run the CLI in a fresh process; sample the RSS of its whole process tree."""
+    """Run the CLI in a fresh process; sample the PSS of its whole process tree."""
     env = {**os.environ, "CI": "true"}
     if cache is not None:
         env["MMFREEZE_CACHE_DIR"] = str(cache)
@@ -58,29 +61,58 @@ def mmfreeze(*args: str, cwd: Path, cache: Path | None) -> Run:
     with tempfile.TemporaryFile("w+") as log:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-        peak = _sample_peak_rss(process.pid, lambda: process.poll() is not None)
+        peak, seen = _sample_peak_pss(process.pid, lambda: process.poll() is not None)
         seconds = time.perf_counter() - started
+        _wait_gone(seen)
         log.seek(0)
         return Run(seconds, peak, process.returncode, log.read())
 
 
-def _sample_peak_rss(pid: int, finished) -> int:
+def _sample_peak_pss(pid: int, finished) -> tuple[int, list[psutil.Process]]:
     """Peak of the tree's summed PSS: shared library pages (copy-on-write after fork) are split
-    between the processes that map them instead of being counted once per process as RSS would."""
+    between the processes that map them instead of being counted once per process as RSS would.
+    Also returns every process seen in the tree."""
     peak = 0
     root = psutil.Process(pid)
+    seen: dict[int, psutil.Process] = {}
     while not finished():
         try:
             tree = [root, *root.children(recursive=True)]
+            seen.update((p.pid, p) for p in tree)
             peak = max(peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
         except psutil.Error:
             pass  # a process of the tree ended between listing and reading
         time.sleep(0.05)
-    return peak
+    return peak, list(seen.values())
 
 
-def measure_floor(recipes: list[Path]) -> tuple[float, float, int]:
-    """(import seconds, summed build seconds, distinct configs), measured in one fresh process."""
+def _wait_gone(processes: list[psutil.Process]) -> None:
+    """The forkserver outlives the command by a second or so while its interpreter shuts down;
+    the next measurement must not share the cores with it."""
+    psutil.wait_procs(processes, timeout=30)
+
+
+def median_of(runs: list[Run]) -> Run:
+    return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
+
+
+@dataclass(frozen=True)
+class Floor:
+    imported: float
+    """Seconds of ``import torch, transformers``."""
+    builds: float
+    """Summed seconds of one meta build per distinct config, in one process."""
+    model_code: float
+    """Part of ``builds``: the first build's import of transformers' model base (modeling_utils),
+    which ``import transformers`` leaves for later and every build needs."""
+    distinct: int
+
+    def seconds(self, workers: int) -> float:
+        return self.imported + self.builds / workers
+
+
+def measure_floor(recipes: list[Path]) -> Floor:
+    """The floor's parts, measured in one fresh process."""
     script = f"""
 import json, sys, time
 from pathlib import Path
@@ -95,16 +127,18 @@ for path in map(Path, {[str(p) for p in recipes]!r}):
     recipe = load_recipe(path)
     source = find_recipe_config(recipe)
     distinct.setdefault(structure_key(source.config, recipe.model.auto_class), (source.config, recipe.model.auto_class))
-builds = 0.0
+started = time.perf_counter()
+import transformers.modeling_utils
+model_code = time.perf_counter() - started
+builds = model_code
 for config, auto_class in distinct.values():
     started = time.perf_counter()
     build_model(config, auto_class, source="floor")
     builds += time.perf_counter() - started
-print(json.dumps([imported, builds, len(distinct)]))
+print(json.dumps([imported, builds, model_code, len(distinct)]))
 """
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    imported, builds, count = json.loads(output.strip().splitlines()[-1])
-    return imported, builds, count
+    return Floor(*json.loads(output.strip().splitlines()[-1]))
 
 
 def warm_imports_heavy(targets: list[str], cache: Path, cwd: Path) -> bool:
@@ -131,6 +165,10 @@ def naive(recipes: list[Path], cwd: Path) -> float:
     return time.perf_counter() - started
 
 
+def _seconds(runs: list[Run], digits: int = 1) -> str:
+    return ", ".join(f"{run.seconds:.{digits}f}" for run in runs)
+
+
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "n/a"
 
@@ -140,10 +178,10 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="a few recipes, for CI: checks the script runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mmfreeze-bench-") as scratch:
-        return run_all(Path(scratch), smoke=args.smoke)
+        return run_all(Path(scratch), smoke=args.smoke, repeats=1 if args.smoke else REPEATS)
 
 
-def run_all(scratch: Path, *, smoke: bool) -> int:
+def run_all(scratch: Path, *, smoke: bool, repeats: int) -> int:
     work = scratch / "repo"
     shutil.copytree(CORPUS, work / "example_configs")
     shutil.copytree(REPO / "snapshots", work / "snapshots")
@@ -154,18 +192,26 @@ def run_all(scratch: Path, *, smoke: bool) -> int:
     targets = [str(p.relative_to(work)) for p in recipes] if smoke else ["example_configs"]
     lines = [f"workers: {WORKERS}; recipes: {len(recipes)}"]
 
-    cold = mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=scratch / "cache-cold")
-    warm = mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=scratch / "cache-cold")
-    heavy = warm_imports_heavy(targets, scratch / "cache-cold", work)
-    imported, builds, distinct = measure_floor(recipes)
-    floor = imported + builds / WORKERS
+    colds, warms = [], []
+    for repeat in range(repeats):
+        cache = scratch / f"cache-cold-{repeat}"
+        colds.append(mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=cache))
+        warms.append(mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=cache))
+    cold, warm = median_of(colds), median_of(warms)
+    peak = max(run.peak_pss_bytes for run in colds)
+    heavy = warm_imports_heavy(targets, scratch / "cache-cold-0", work)
+    floors = sorted((measure_floor(recipes) for _ in range(repeats)), key=lambda f: f.seconds(WORKERS))
+    floor = floors[len(floors) // 2]
     naive_seconds = naive(recipes, work)
     lines += [
-        f"cold check: {cold.seconds:.1f}s (exit {cold.exit_code}); distinct configs: {distinct}",
+        f"cold check: {cold.seconds:.1f}s, median of {_seconds(colds)} (exit {cold.exit_code}); distinct configs: {floor.distinct}",
         f"1. naive (one fresh process per recipe): {naive_seconds:.1f}s -> cold is {ratio(naive_seconds, cold.seconds)} faster (target >= 10x)",
-        f"2. floor: import {imported:.1f}s + builds {builds:.1f}s / {WORKERS} workers = {floor:.1f}s -> cold/floor {ratio(cold.seconds, floor)} (target <= 1.3x)",
-        f"3. warm check: {warm.seconds:.2f}s -> warm/cold {warm.seconds / cold.seconds:.1%} (target < 10%); torch/transformers imported when warm: {'yes' if heavy else 'no'}",
-        f"5. peak memory of the cold run (process tree PSS): {cold.peak_rss_bytes / 2**20:.0f} MiB (target < 1024 MiB)",
+        f"2. floor: import {floor.imported:.1f}s + builds {floor.builds:.1f}s / {WORKERS} workers = {floor.seconds(WORKERS):.1f}s, "
+        f"median of {', '.join(f'{f.seconds(WORKERS):.1f}' for f in floors)} -> cold/floor {ratio(cold.seconds, floor.seconds(WORKERS))} (target <= 1.3x); "
+        f"the builds include {floor.model_code:.1f}s for the first one's import of transformers.modeling_utils",
+        f"3. warm check: {warm.seconds:.2f}s, median of {_seconds(warms, 2)} -> warm/cold {warm.seconds / cold.seconds:.1%} (target < 10%); "
+        f"torch/transformers imported when warm: {'yes' if heavy else 'no'}",
+        f"5. peak memory of the cold runs (process tree PSS, highest of {len(colds)}): {peak / 2**20:.0f} MiB (target < 1024 MiB)",
     ]
     lines.append(migrate_per_recipe(work, scratch, smoke=smoke))
     lines.append(growth(work, scratch, smoke=smoke))

@@ -15,19 +15,24 @@ import gc
 import multiprocessing
 import multiprocessing.forkserver
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
 from mmfreeze.models.loader import build_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import Recipe
 
+WORKER_DIED = (
+    "the worker process building this model ended abruptly (killed, for instance by the "
+    "out-of-memory killer, or crashed); --workers 1 builds in this process instead"
+)
 PRELOAD = ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "mmfreeze.models.loader")
 
 
@@ -43,7 +48,7 @@ def default_workers() -> int:
 
 
 def build_missing(
-    recipes: Sequence[Recipe],
+    recipes: Iterable[Recipe],
     cache: StructureCache,
     *,
     workers: int | None = None,
@@ -99,8 +104,13 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[tuple[str, Mod
     with ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)), mp_context=_forkserver(), initializer=gc.freeze
     ) as pool:
-        futures = [pool.submit(_build_job, job) for job in jobs]
-        yield from (_decode(future.result()) for future in as_completed(futures))
+        futures = {pool.submit(_build_job, job): job for job in jobs}
+        for future in as_completed(futures):
+            try:
+                yield _decode(future.result())
+            except BrokenProcessPool:
+                key, _, _, display_path = futures[future]
+                yield key, ModelBuildError(WORKER_DIED, source=display_path, key="model")
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:

@@ -8,7 +8,7 @@ snapshot is one cache lookup. Recipes with the same model and freezing setup sha
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,21 +71,26 @@ def prefetch(paths: Sequence[Path], options: LoadingOptions, *, workers: int | N
     them with context."""
     waiting: dict[str, list[Recipe]] = {}
     """Structure key -> recipes whose frozen set needs that structure."""
-    for path in paths:
-        try:
-            recipe = options.recipe(path)
-            if options.frozen_sets.get(options.frozen_set_key(recipe)) is None:
+
+    def uncached() -> Iterator[Recipe]:
+        # A generator: the builder starts the worker processes (and their torch import) at the
+        # first missing structure, while the remaining recipes are still being read here.
+        for path in paths:
+            try:
+                recipe = options.recipe(path)
+                cached = options.frozen_sets.get(options.frozen_set_key(recipe)) is not None
+            except MmfreezeError:
+                continue
+            if not cached:
                 waiting.setdefault(options.structure_key(recipe), []).append(recipe)
-        except MmfreezeError:
-            continue
+                yield recipe
 
     def compute_waiting(key: str) -> None:
         for recipe in waiting[key]:
             with contextlib.suppress(MmfreezeError):  # the recipe's own step reports it
                 _record(recipe, options)
 
-    recipes = [recipe for group in waiting.values() for recipe in group]
-    build_missing(recipes, options.cache, workers=workers, allow_network=options.allow_network, on_built=compute_waiting)
+    build_missing(uncached(), options.cache, workers=workers, allow_network=options.allow_network, on_built=compute_waiting)
 
 
 def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedSnapshot:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from mmfreeze.exceptions import ModelBuildError, RecipeError
@@ -83,3 +87,32 @@ def test_a_bad_config_fails_its_recipes_and_the_rest_carry_on(tmp_path: Path) ->
 def test_errors_survive_pickling_with_their_source_and_key() -> None:
     error = pickle.loads(pickle.dumps(RecipeError("bad", source="r.yaml", key="model")))
     assert (type(error), error.source, error.key, str(error)) == (RecipeError, "r.yaml", "model", "r.yaml: model: bad")
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_its_recipes_with_the_way_out_not_a_traceback(tmp_path: Path) -> None:
+    """A real fault: each worker process is SIGKILLed as soon as it appears."""
+    bigger = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_hidden_layers": 3}}
+    paths = corpus(tmp_path, {"small": TINY_LLAVA, "big": bigger}, {"a.yaml": "small", "b.yaml": "big"})
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_grandchildren, args=(stop,))
+    killer.start()
+    try:
+        errors = build_missing([load_recipe(p) for p in paths], StructureCache(None), workers=2)
+    finally:
+        stop.set()
+        killer.join()
+    assert sorted(errors) == paths
+    for error in errors.values():
+        assert isinstance(error, ModelBuildError) and "--workers 1" in str(error) and error.key == "model"
+
+
+def _kill_grandchildren(stop: threading.Event) -> None:
+    """Kill the pool's workers: children of the forkserver, itself a child of this process."""
+    me = psutil.Process()
+    while not stop.is_set():
+        for child in me.children():
+            for worker in child.children():
+                with contextlib.suppress(psutil.Error):
+                    worker.kill()
+        time.sleep(0.01)
