@@ -65,32 +65,44 @@ def mmfreeze(*args: str, cwd: Path, cache: Path | None, measure_memory: bool = F
     with tempfile.TemporaryFile("w+") as log:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-        peak, seen = _watch(process, sample_pss=measure_memory)
+        watcher = TreeWatcher(process.pid, sample_pss=measure_memory)
+        watcher.start()
+        process.wait()  # the time is taken here, not at the watcher's next poll
         seconds = time.perf_counter() - started
+        watcher.finished.set()
+        watcher.join()
         # The forkserver outlives the command by a second or so while its interpreter shuts
         # down; the next measurement must not share the cores with it.
-        psutil.wait_procs(seen, timeout=30)
+        psutil.wait_procs(list(watcher.seen.values()), timeout=30)
         log.seek(0)
-        return Run(seconds, process.returncode, log.read(), peak if measure_memory else None)
+        return Run(seconds, process.returncode, log.read(), watcher.peak if measure_memory else None)
 
 
-def _watch(process: subprocess.Popen, *, sample_pss: bool) -> tuple[int, list[psutil.Process]]:
-    """Every process of the tree while ``process`` runs and, when sampled, the peak of the
-    tree's summed PSS: shared library pages (copy-on-write after fork) are split between the
-    processes that map them instead of being counted once per process as RSS would."""
-    peak = 0
-    root = psutil.Process(process.pid)
-    seen: dict[int, psutil.Process] = {}
-    while process.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            seen.update((p.pid, p) for p in tree)
-            if sample_pss:
-                peak = max(peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
-        except psutil.Error:
-            pass  # a process of the tree ended between listing and reading
-        time.sleep(0.05 if sample_pss else 0.2)
-    return peak, list(seen.values())
+class TreeWatcher(threading.Thread):
+    """Every process of a running tree and, when sampled, the peak of its summed PSS: shared
+    library pages (copy-on-write after fork) are split between the processes that map them
+    instead of being counted once per process as RSS would."""
+
+    def __init__(self, pid: int, *, sample_pss: bool) -> None:
+        super().__init__(daemon=True)
+        self.root = psutil.Process(pid)
+        self.sample_pss = sample_pss
+        self.seen: dict[int, psutil.Process] = {}
+        self.peak = 0
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        while not self.finished.is_set():
+            try:
+                tree = [self.root, *self.root.children(recursive=True)]
+                self.seen.update((p.pid, p) for p in tree)
+                if self.sample_pss:
+                    self.peak = max(self.peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass  # a process of the tree ended between listing and reading
+            # Sampling reads smaps every 50 ms; a timed run is only listed, rarely, so the
+            # watcher takes next to no CPU from it.
+            self.finished.wait(0.05 if self.sample_pss else 0.25)
 
 
 def median_of(runs: list[Run]) -> Run:

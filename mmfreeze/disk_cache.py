@@ -40,6 +40,9 @@ class DiskCache(Generic[T]):
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
         self._memory: dict[str, T] = {}
+        self.write_error: OSError | None = None
+        """The first write that failed (read-only or full disk). Later writes are skipped: a
+        cache that cannot be written costs time, never a result, and the command says so."""
 
     def encode(self, value: T) -> Any:
         raise NotImplementedError
@@ -62,8 +65,24 @@ class DiskCache(Generic[T]):
 
     def put(self, key: str, value: T) -> None:
         self._memory[key] = value
-        if self.directory is not None:
-            self._write(self._path(key), gzip.compress(json.dumps(self.encode(value), separators=(",", ":")).encode(), mtime=0))
+        if self.directory is None or self.write_error is not None:
+            return
+        payload = gzip.compress(json.dumps(self.encode(value), separators=(",", ":")).encode(), mtime=0)
+        try:
+            self._write(self._path(key), payload)
+        except OSError as error:
+            self.write_error = error
+
+    def write_warning(self) -> str | None:
+        """What to tell the user when entries could not be stored."""
+        if self.write_error is None:
+            return None
+        reason = self.write_error.strerror or str(self.write_error)
+        return (
+            f"cannot write the {self.kind.replace('_', '-')} cache under {self.directory}: {reason}; "
+            "this run's results are complete, but the next run computes them again "
+            "(choose a writable --cache-dir, or --no-cache)"
+        )
 
     def _path(self, key: str) -> Path:
         assert self.directory is not None

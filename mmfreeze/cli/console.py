@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 
+from mmfreeze.disk_cache import DiskCache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.versions import transformers_version_warning
 
@@ -19,6 +22,12 @@ def report_error(error: MmfreezeError) -> None:
 
 def warn(message: str) -> None:
     err.print(f"[bold yellow]warning[/]: {escape(message)}")
+
+
+def warn_on_cache_write(cache: DiskCache[Any]) -> None:
+    message = cache.write_warning()
+    if message is not None:
+        warn(message)
 
 
 def warn_on_transformers_version() -> None:

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from mmfreeze.cli.console import out, report_error, warn_on_transformers_version
+from mmfreeze.cli.console import out, report_error, warn_on_cache_write, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
 from mmfreeze.exceptions import MmfreezeError
@@ -34,16 +34,16 @@ def explain(
 ) -> None:
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     warn_on_transformers_version()
+    cache = structure_cache(cache_dir, no_cache)
     try:
         loaded = load_structure(
-            load_recipe(recipe, allowed_targets=allowed_targets(allow_targets)),
-            structure_cache(cache_dir, no_cache),
-            allow_network=allow_network,
+            load_recipe(recipe, allowed_targets=allowed_targets(allow_targets)), cache, allow_network=allow_network
         )
         explanation = explain_recipe(loaded, rank_uniform=rank_uniform)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
+    warn_on_cache_write(cache)
     if output_format == "json":
         click.echo(json.dumps(explanation, indent=2))
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from mmfreeze.cli.console import err, out, report_error, warn_on_transformers_version
+from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
 from mmfreeze.exceptions import MmfreezeError
@@ -49,6 +49,7 @@ def migrate(
         for result in results:
             click.echo(result.diff(), nl=False)
     write_errors = [] if (check or show_diff) else write_changed(files, results)
+    warn_on_cache_write(cache)
     _print_report(results, report_format, mode, written=not (check or show_diff))
     for error in write_errors:
         report_error(error)

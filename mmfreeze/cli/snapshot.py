@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.progress import Progress
 
-from mmfreeze.cli.console import err, out, report_error, warn_on_transformers_version
+from mmfreeze.cli.console import err, out, report_error, warn, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import model_loading_options, workers_option
 from mmfreeze.exceptions import MmfreezeError
@@ -82,6 +82,8 @@ def snapshot(
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
+    for message in result.warnings:
+        warn(message)
     _emit(RENDERERS[report_format](result.outcomes, result.orphans), report_format, report_file)
     if not quiet:
         _print_summary(result, mode)

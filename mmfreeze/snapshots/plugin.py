@@ -206,8 +206,12 @@ def _failure_text(outcome: RecipeOutcome) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Record the recipe snapshots syrupy found unused (their recipe is gone), after it deleted any."""
+    """Record cache warnings, and the recipe snapshots syrupy found unused (their recipe is gone)
+    after it deleted any."""
     run = session.config.stash[RUN_KEY]
+    for cache in (run.loading.cache, run.loading.frozen_sets):
+        if (message := cache.write_warning()) is not None:
+            run.result.warnings.append(message)
     report = getattr(getattr(session.config, "_syrupy", None), "report", None)
     if report is None or report.disable_unused_snapshots:
         return
@@ -223,6 +227,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             recipe=_relative(recipe_path(location, run.root, run.snapshot_dir), run.root),
             deleted=deleted,
         ))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for message in config.stash[RUN_KEY].result.warnings:
+        terminalreporter.write_line(f"mmfreeze warning: {message}", yellow=True)
 
 
 def _prune_empty_folders(folder: Path, stop: Path) -> None:

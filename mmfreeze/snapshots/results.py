@@ -38,6 +38,8 @@ class SnapshotRunResult:
 
     outcomes: list[RecipeOutcome] = field(default_factory=list)
     orphans: list[Orphan] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Problems that cost time but not correctness (a cache that could not be written)."""
 
     def with_status(self, *statuses: Status) -> list[RecipeOutcome]:
         return [outcome for outcome in self.outcomes if outcome.status in statuses]

@@ -177,6 +177,16 @@ def test_warm_check_reads_cached_frozen_sets_and_no_structure(corpus: Path) -> N
     assert not (cache / "structures").exists()
 
 
+def test_unwritable_cache_warns_and_the_check_still_answers(corpus: Path) -> None:
+    cache = corpus / "cache"
+    cache.mkdir()
+    for kind in ("structures", "frozen_sets"):
+        (cache / kind).write_text("a file where the cache folder must go")
+    result = run(corpus, "recipes", "--check", "--cache-dir", str(cache))
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert "cannot write the structures cache" in result.stderr and "cannot write the frozen-sets cache" in result.stderr
+
+
 def test_another_repository_checks_its_recipes_in_its_own_pytest_run(corpus: Path) -> None:
     (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = recipes\nmmfreeze_recipes = recipes\n")
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]

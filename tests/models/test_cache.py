@@ -44,3 +44,21 @@ def test_key_changes_with_config_auto_class_and_library_versions(monkeypatch: py
 
 def test_key_ignores_key_order_of_the_config() -> None:
     assert structure_key({"a": 1, "b": 2}, "X") == structure_key({"b": 2, "a": 1}, "X")
+
+
+def test_unwritable_cache_keeps_results_in_memory_and_says_why(tmp_path: Path) -> None:
+    """A real fault: a file sits where the cache's folder must go (running as root, permission
+    bits would not stop a write)."""
+    (tmp_path / "structures").write_text("not a folder")
+    cache = StructureCache(tmp_path)
+    cache.put("k", STRUCTURE)
+    cache.put("other", STRUCTURE)
+    assert cache.get("k") == STRUCTURE and cache.get("other") == STRUCTURE
+    warning = cache.write_warning()
+    assert warning is not None and str(tmp_path) in warning and "--cache-dir" in warning
+
+
+def test_a_written_cache_has_nothing_to_warn_about(tmp_path: Path) -> None:
+    cache = StructureCache(tmp_path)
+    cache.put("k", STRUCTURE)
+    assert cache.write_warning() is None
