@@ -54,6 +54,13 @@ class DiskCache(Generic[T]):
         """Whether ``key`` has an entry, without reading it (a damaged one is recomputed when read)."""
         return key in self._memory or (self.directory is not None and self._path(key).is_file())
 
+    def is_empty(self) -> bool:
+        """No entry in memory or on disk: a first run, where every lookup will miss."""
+        if self._memory:
+            return False
+        folder = None if self.directory is None else self.directory / self.kind
+        return folder is None or not folder.is_dir() or next(folder.glob("*.json.gz"), None) is None
+
     def get(self, key: str) -> T | None:
         if key not in self._memory and self.directory is not None:
             try:

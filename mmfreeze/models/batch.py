@@ -47,6 +47,13 @@ def default_workers() -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
+def start_workers(workers: int | None = None) -> None:
+    """Start the worker processes' import of torch and transformers now, for a caller that
+    knows builds are coming (an empty cache) before it knows which."""
+    if (workers or default_workers()) > 1:
+        _forkserver()
+
+
 def build_missing(
     recipes: Iterable[Recipe],
     cache: StructureCache,

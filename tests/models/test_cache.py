@@ -62,3 +62,10 @@ def test_a_written_cache_has_nothing_to_warn_about(tmp_path: Path) -> None:
     cache = StructureCache(tmp_path)
     cache.put("k", STRUCTURE)
     assert cache.write_warning() is None
+
+
+def test_a_cache_is_empty_until_an_entry_is_stored(tmp_path: Path) -> None:
+    assert StructureCache(tmp_path).is_empty() and StructureCache(None).is_empty()
+    cache = StructureCache(tmp_path)
+    cache.put("k", STRUCTURE)
+    assert not cache.is_empty() and not StructureCache(tmp_path).is_empty()
