@@ -28,6 +28,11 @@ def default_cache_dir() -> Path:
     return base / "mmfreeze"
 
 
+def cache_directory(cache_dir: Path | str | None, no_cache: bool) -> Path | None:
+    """The folder a command's caches use: ``None`` (memory only) under ``--no-cache``."""
+    return None if no_cache else Path(cache_dir or default_cache_dir())
+
+
 class DiskCache(Generic[T]):
     """Values by key under ``directory/<kind>/`` (``directory=None``: memory only).
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.disk_cache import cache_directory
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
 
@@ -41,4 +41,4 @@ def allowed_targets(extra: Sequence[str]) -> dict[str, str]:
 
 
 def structure_cache(cache_dir: Path | None, no_cache: bool) -> StructureCache:
-    return StructureCache(None if no_cache else (cache_dir or default_cache_dir()))
+    return StructureCache(cache_directory(cache_dir, no_cache))

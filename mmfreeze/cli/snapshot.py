@@ -12,7 +12,7 @@ from rich.progress import Progress
 from mmfreeze.cli.console import err, out, report_error, warn, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import model_loading_options, workers_option
-from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.batch import start_workers
 from mmfreeze.recipes.discovery import find_recipes
@@ -81,7 +81,7 @@ def snapshot(
             paths=paths, root=root, snapshot_dir=snapshot_dir, mode=mode, allow_targets=allow_targets,
             cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network, workers=workers,
         )
-        if recipes and FrozenSetCache(None if no_cache else (cache_dir or default_cache_dir())).is_empty():
+        if recipes and FrozenSetCache(cache_directory(cache_dir, no_cache)).is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
         result = _run(request, total=len(recipes), show=not (quiet or in_ci()))
     except MmfreezeError as error:

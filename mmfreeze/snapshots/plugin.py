@@ -23,7 +23,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
 from mmfreeze.exceptions import MmfreezeError, SnapshotError
-from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.disk_cache import cache_directory
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, SKIPPED_DIRS
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
@@ -74,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     root = config.rootpath
-    cache_dir = None if option.mmfreeze_no_cache else Path(option.mmfreeze_cache_dir or default_cache_dir())
+    cache_dir = cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache)
     targets = dict(DEFAULT_TARGETS)
     targets.update(parse_target_assignment(text) for text in option.mmfreeze_allow_target)
     config.stash[RUN_KEY] = SnapshotRun(
