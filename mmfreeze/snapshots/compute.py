@@ -34,9 +34,6 @@ class LoadingOptions:
     allow_network: bool = False
     recipes: dict[Path, Recipe] = field(default_factory=dict)
     """Recipes already parsed in this run, by path."""
-    structure_keys: dict[Path, str] = field(default_factory=dict)
-    """Each recipe's structure key, by recipe path (finding the config and hashing it is asked
-    for several times per recipe)."""
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:
@@ -44,9 +41,7 @@ class LoadingOptions:
         return self.recipes[path]
 
     def structure_key(self, recipe: Recipe) -> str:
-        if recipe.path not in self.structure_keys:
-            _, self.structure_keys[recipe.path] = structure_source(recipe, allow_network=self.allow_network)
-        return self.structure_keys[recipe.path]
+        return structure_source(recipe, allow_network=self.allow_network)[1]
 
     def frozen_set_key(self, recipe: Recipe) -> str:
         return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint())
