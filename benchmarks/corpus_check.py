@@ -26,8 +26,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 
@@ -39,6 +41,7 @@ from generate_corpus import generate_corpus  # noqa: E402
 CORPUS = REPO / "example_configs"
 PRE_MIGRATION = REPO / "tests" / "migrate" / "fixtures" / "pre_migration"
 WORKERS = len(os.sched_getaffinity(0))
+T = TypeVar("T")
 REPEATS = 3
 """Cold, warm and floor are the median of this many runs: this machine's timings vary by 10%."""
 
@@ -105,8 +108,8 @@ class TreeWatcher(threading.Thread):
             self.finished.wait(0.05 if self.sample_pss else 0.25)
 
 
-def median_of(runs: list[Run]) -> Run:
-    return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
+def median(items: list[T], key: Callable[[T], float]) -> T:
+    return sorted(items, key=key)[len(items) // 2]
 
 
 @dataclass(frozen=True)
@@ -210,15 +213,15 @@ def run_all(scratch: Path, *, smoke: bool, repeats: int) -> int:
         cache = scratch / f"cache-cold-{repeat}"
         colds.append(mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=cache))
         warms.append(mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=cache))
-    cold, warm = median_of(colds), median_of(warms)
+    cold, warm = median(colds, key=lambda run: run.seconds), median(warms, key=lambda run: run.seconds)
     memory = [
         mmfreeze("snapshot", "--check", "-q", *targets, cwd=work, cache=scratch / f"cache-memory-{repeat}", measure_memory=True)
         for repeat in range(repeats)
     ]
     peak = max(run.peak_pss_bytes or 0 for run in memory)
     heavy = warm_imports_heavy(targets, scratch / "cache-cold-0", work)
-    floors = sorted((measure_floor(recipes) for _ in range(repeats)), key=lambda f: f.seconds(WORKERS))
-    floor = floors[len(floors) // 2]
+    floors = [measure_floor(recipes) for _ in range(repeats)]
+    floor = median(floors, key=lambda f: f.seconds(WORKERS))
     naive_seconds = naive(recipes, work)
     lines += [
         f"cold check: {cold.seconds:.1f}s, median of {_seconds(colds)} (exit {cold.exit_code}); distinct configs: {floor.distinct}",
