@@ -22,7 +22,6 @@ no absolute paths, no library versions. ``format`` changes deliberately invalida
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -59,10 +58,6 @@ class Snapshot:
     header: SnapshotHeader
     lines: tuple[str, ...]
     """The frozen names as the file stores them: sorted and range-compressed (see ``compress``)."""
-
-    @classmethod
-    def of(cls, header: SnapshotHeader, frozen: Iterable[str]) -> Snapshot:
-        return cls(header=header, lines=body_lines(frozenset(frozen), recipe=header.recipe))
 
     @cached_property
     def frozen(self) -> frozenset[str]:

@@ -3,14 +3,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mmfreeze.snapshots.diff import HeaderChange, diff_snapshots
-from mmfreeze.snapshots.format import Snapshot
 from mmfreeze.snapshots.grouping import prefix_group
-from tests.snapshots.test_format import HEADER
+from tests.snapshots.test_format import HEADER, snapshot_of
 
 
 def test_moved_names_are_grouped_with_counts_and_header_changes_listed() -> None:
-    old = Snapshot.of(HEADER, frozenset({"v.blocks.0.w", "v.blocks.1.w", "lm.w"}))
-    new = Snapshot.of(
+    old = snapshot_of(HEADER, frozenset({"v.blocks.0.w", "v.blocks.1.w", "lm.w"}))
+    new = snapshot_of(
         replace(HEADER, vocabulary="new", frozen_tensors=2),
         frozenset({"v.blocks.0.w", "v.blocks.1.w", "proj.w"}),
     )

@@ -3,13 +3,19 @@ from __future__ import annotations
 import pytest
 
 from mmfreeze.exceptions import SnapshotError
-from mmfreeze.snapshots.format import FORMAT_VERSION, Snapshot, SnapshotHeader, parse_snapshot, render_snapshot
+from mmfreeze.snapshots.format import FORMAT_VERSION, Snapshot, SnapshotHeader, body_lines, parse_snapshot, render_snapshot
 
 HEADER = SnapshotHeader(
     recipe="example_configs/vlm/x.yaml", model_id="org/model", architecture="LlavaForConditionalGeneration",
     vocabulary="legacy", frozen_tensors=3, trainable_tensors=1, frozen_parameters=30, trainable_parameters=10,
 )
-SNAPSHOT = Snapshot.of(HEADER, frozenset({"a.layers.0.w", "a.layers.1.w", "lm_head.weight"}))
+
+
+def snapshot_of(header: SnapshotHeader, names: frozenset[str]) -> Snapshot:
+    return Snapshot(header=header, lines=body_lines(names, recipe=header.recipe))
+
+
+SNAPSHOT = snapshot_of(HEADER, frozenset({"a.layers.0.w", "a.layers.1.w", "lm_head.weight"}))
 
 
 def test_render_then_parse_round_trips() -> None:
@@ -23,7 +29,7 @@ def test_rendered_file_has_versioned_header_then_sorted_compressed_names() -> No
 
 
 def test_empty_frozen_set_round_trips() -> None:
-    empty = Snapshot.of(HEADER, frozenset())
+    empty = snapshot_of(HEADER, frozenset())
     assert parse_snapshot(render_snapshot(empty)) == empty
 
 
@@ -35,4 +41,4 @@ def test_another_format_version_is_rejected_with_the_fix() -> None:
 
 def test_names_with_line_breaks_cannot_be_stored() -> None:
     with pytest.raises(SnapshotError):
-        render_snapshot(Snapshot.of(HEADER, frozenset({"a\nb"})))
+        render_snapshot(snapshot_of(HEADER, frozenset({"a\nb"})))
