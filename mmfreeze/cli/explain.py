@@ -85,7 +85,7 @@ def _print_modules(explanation: dict[str, Any]) -> None:
 
 
 def _print_freezing(freezing: dict[str, Any]) -> None:
-    title = f"freezing ({freezing['vocabulary']} vocabulary"
+    title = f"freezing ({freezing['vocabulary']} vocabulary, rules of {escape(freezing['framework'])}"
     title += f", {freezing['lora_adapter_tensors']} LoRA adapter tensors)" if freezing["lora_adapter_tensors"] else ")"
     table = Table(title=title, title_justify="left")
     for column in ("group", "path", "state", "frozen tensors", "frozen parameters"):

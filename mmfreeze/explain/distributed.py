@@ -14,10 +14,9 @@ from typing import Any
 from mmfreeze.distributed import BatchContract, build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
 from mmfreeze.distributed.legacy_keys import multimodal_section
 from mmfreeze.exceptions import DistributedConfigError
-from mmfreeze.freeze.apply import apply_freeze_plan
+from mmfreeze.freeze.apply import apply_frozen_set
 from mmfreeze.freeze.engine import FrozenSetResult
-from mmfreeze.models.build import add_meta_lora_adapters
-from mmfreeze.models.lora import DEFAULT_DIM, lora_targets
+from mmfreeze.models.lora import add_live_lora_adapters, lora_targets, parse_peft_section
 from mmfreeze.models.loader import LoadedStructure, build_recipe_model
 from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.resolver import resolve_multimodal_modules
@@ -34,9 +33,9 @@ def explain_distributed(
     section, notes = multimodal_section(recipe.distributed)
     model = build_recipe_model(recipe, loaded.source)
     if recipe.peft is not None:
-        targets = lora_targets(loaded.structure, recipe.peft, source=recipe.display_path)
-        add_meta_lora_adapters(model, targets, recipe.peft.get("dim", DEFAULT_DIM))
-    apply_freeze_plan(model, frozen.plan)
+        spec = parse_peft_section(recipe.peft, source=recipe.display_path)
+        add_live_lora_adapters(model, lora_targets(loaded.structure, spec, frozen.rules.release), spec)
+    apply_frozen_set(model, frozen.frozen)
     resolved = resolve_multimodal_modules(
         model, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
     )

@@ -78,6 +78,8 @@ def explain_freezing(frozen: FrozenSetResult, inventory: ResolvedInventory) -> d
     trainable = [info for info in frozen.structure.parameters if info.name not in frozen.frozen]
     return {
         "vocabulary": frozen.vocabulary,
+        "framework": frozen.rules.describe(),
+        "framework_release": frozen.rules.release,
         "frozen_tensors": len(frozen.frozen),
         "frozen_parameters": frozen.frozen_numel,
         "trainable_tensors": len(trainable),

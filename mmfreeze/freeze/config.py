@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.framework import SELECTOR_KEYS
 from mmfreeze.freeze.legacy import LEGACY_KEYS
 
-Vocabulary = Literal["absent", "legacy", "new"]
+Vocabulary = Literal["absent", "legacy", "selectors", "new"]
 LANGUAGE_MODEL_KEY = "language_model"
 MODULES_KEY = "modules"
 SECTION = "freeze_config"
@@ -57,8 +58,10 @@ def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:
     """Which engine a `freeze_config` section asks for.
 
     ``None`` (no section, or ``freeze_config: ~``) is absent. An empty mapping is legacy, since the
-    old engine froze vision for ``{}`` and every tracked recipe was written for it. A section with
-    any legacy (``freeze_*``) key is legacy; one that also has new keys is an error.
+    old engine froze vision for ``{}`` and every tracked recipe was written for it. A section of
+    framework keys (``freeze_*``, ``unfreeze_modules``) is ``selectors`` when it has
+    ``freeze_modules`` or ``unfreeze_modules`` (nemo-automodel 0.7), else legacy; one that also
+    has new keys is an error.
     """
     if section is None:
         return "absent"
@@ -68,7 +71,7 @@ def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:
         )
     legacy = [key for key in section if _is_legacy_key(key)]
     if not section or len(legacy) == len(section):
-        return "legacy"
+        return "selectors" if any(key in section for key in SELECTOR_KEYS) else "legacy"
     if legacy:
         new = [key for key in section if not _is_legacy_key(key)]
         raise FreezeConfigError(
@@ -80,7 +83,7 @@ def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:
 
 
 def _is_legacy_key(key: Any) -> bool:
-    return isinstance(key, str) and (key in LEGACY_KEYS or key.startswith("freeze_"))
+    return isinstance(key, str) and (key in LEGACY_KEYS or key in SELECTOR_KEYS or key.startswith("freeze_"))
 
 
 def parse_freeze_config(data: Any, *, source: str | None = None) -> FreezeConfig:

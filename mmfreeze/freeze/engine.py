@@ -1,23 +1,32 @@
-"""A recipe's frozen set: the structure it trains (LoRA included), the engine its vocabulary asks for."""
+"""A recipe's frozen set, computed in nemo-automodel's order on the structure it trains.
+
+``_apply_trainability_policy`` (0.7, ``_transformers/infrastructure.py``): LoRA injection and the
+PEFT baseline when the recipe has `peft:`, then the `freeze_config` (legacy flags and
+`freeze_modules`, then `unfreeze_modules`), then the framework's invariant freezes, which nothing
+undoes. A new-vocabulary section takes the `freeze_config` step's place and only freezes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.freeze.config import Vocabulary, detect_vocabulary
-from mmfreeze.freeze.legacy import plan_legacy_freeze
+from mmfreeze.freeze.framework import detect_rules, framework_freeze_steps, parse_framework_freeze_config
+from mmfreeze.freeze.invariants import invariant_freezes
 from mmfreeze.freeze.new import plan_new_freeze
-from mmfreeze.freeze.plan import FreezePlan, frozen_after
-from mmfreeze.models.lora import with_lora_adapters
+from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
+from mmfreeze.models.lora import parse_peft_section, with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.releases import FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
-
 
 FROZEN_SET_INPUTS = ("freeze_config", "peft", "multimodal")
 """The recipe sections :func:`compute_frozen_set` reads (besides the model structure)."""
+PEFT_BASELINE_RULE = "peft baseline: not a LoRA adapter"
+BUILT_FROZEN_RULE = "built frozen"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,12 +34,17 @@ class FrozenSetResult:
     """What one recipe freezes, and what it was computed on."""
 
     vocabulary: Vocabulary
+    """The input vocabulary (never part of a snapshot: the same behaviour gives the same one)."""
+    rules: FrameworkRules
+    """The framework release whose rules gave this set."""
     plan: FreezePlan
-    """What the freezing engine froze (rules per parameter)."""
-    frozen: frozenset[str]
-    """Every frozen parameter after training setup: built frozen, frozen by LoRA injection, or by the plan."""
+    """Every frozen parameter with the rule that froze it last (``built frozen`` included)."""
     structure: ModelStructure
     """The trained structure: the built model plus LoRA adapters when the recipe has `peft:`."""
+
+    @property
+    def frozen(self) -> frozenset[str]:
+        return self.plan.frozen
 
     @property
     def frozen_numel(self) -> int:
@@ -38,20 +52,49 @@ class FrozenSetResult:
 
 
 def trained_structure(structure: ModelStructure, document: Mapping[str, Any], *, source: str) -> ModelStructure:
-    """The structure training runs on: LoRA adapters injected when the recipe has a `peft:` section."""
+    """The structure training runs on: LoRA injected and the PEFT baseline set when the recipe has `peft:`."""
+    return _trained(structure, document, detect_rules(document.get("freeze_config")), source=source)
+
+
+def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: FrameworkRules, *, source: str) -> ModelStructure:
     peft = document.get("peft")
-    return structure if peft is None else with_lora_adapters(structure, peft, source=source)
+    if peft is None:
+        return structure
+    return with_lora_adapters(structure, parse_peft_section(peft, source=source), rules.release)
 
 
 def compute_frozen_set(structure: ModelStructure, document: Mapping[str, Any], *, source: str) -> FrozenSetResult:
-    """Apply the recipe's `freeze_config` (either vocabulary) to its trained structure, as pure data."""
-    trained = trained_structure(structure, document, source=source)
+    """Run the recipe's trainability pipeline on ``structure``, as pure data."""
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)
+    rules = detect_rules(section)
+    trained = _trained(structure, document, rules, source=source)
+    steps = [*_section_steps(trained, document, vocabulary, rules, source=source)]
+    steps += [(name, False, rule) for name, rule in invariant_freezes(trained)]
+    start_rule = BUILT_FROZEN_RULE if document.get("peft") is None else PEFT_BASELINE_RULE
+    plan = final_plan(trained, steps, start_rule=start_rule)
+    return FrozenSetResult(vocabulary=vocabulary, rules=rules, plan=plan, structure=trained)
+
+
+def _section_steps(
+    trained: ModelStructure, document: Mapping[str, Any], vocabulary: Vocabulary, rules: FrameworkRules, *, source: str
+) -> Iterable[tuple[str, bool, str]]:
+    section = document.get("freeze_config")
+    if vocabulary == "absent":
+        return ()
     if vocabulary == "new":
-        overrides = parse_module_overrides(document, source=source)
-        inventory = resolve_structure(trained, override_specs=overrides)
+        inventory = resolve_structure(trained, override_specs=parse_module_overrides(document, source=source))
         plan = plan_new_freeze(trained, section, source=source, inventory=inventory)
-    else:
-        plan = plan_legacy_freeze(trained, section)
-    return FrozenSetResult(vocabulary=vocabulary, plan=plan, frozen=frozen_after(trained, plan), structure=trained)
+        return ((name, False, found[0]) for name, found in plan.rules_by_parameter.items())
+    config = parse_framework_freeze_config(section, rules, source=source)
+    return framework_freeze_steps(trained, config, source=source)
+
+
+def final_plan(structure: ModelStructure, steps: Iterable[tuple[str, bool, str]], *, start_rule: str) -> FreezePlan:
+    """The frozen set after ``(name, trainable, rule)`` steps in order, starting from the
+    structure's own ``requires_grad`` (frozen there by ``start_rule``); each frozen name keeps
+    the rule that froze it last."""
+    decided = {info.name: (info.requires_grad, start_rule) for info in structure.parameters}
+    for name, trainable, rule in steps:
+        decided[name] = (trainable, rule)
+    return plan_from_matches((name, rule) for name, (trainable, rule) in decided.items() if not trainable)

@@ -29,7 +29,7 @@ class LegacyFlag:
 
     key: str
     default: bool
-    root_attribute: str
+    root_attribute: str | None
     substrings: tuple[str, ...]
 
 
@@ -58,7 +58,7 @@ def plan_legacy_freeze(structure: ModelStructure, freeze_config: Mapping[str, An
 def _legacy_matches(structure: ModelStructure, freeze_config: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     for flag in LEGACY_FLAGS:
         if freeze_config.get(flag.key, flag.default):
-            yield from _flag_matches(structure, flag)
+            yield from flag_matches(structure, flag)
     if freeze_config.get(VIDEO_EMBEDDER_KEY, False):
         rule = f"{VIDEO_EMBEDDER_KEY}: parameter name contains {VIDEO_EMBEDDER_SUBSTRING!r}"
         for info in structure.parameters:
@@ -66,8 +66,9 @@ def _legacy_matches(structure: ModelStructure, freeze_config: Mapping[str, Any])
                 yield info.name, rule
 
 
-def _flag_matches(structure: ModelStructure, flag: LegacyFlag) -> Iterator[tuple[str, str]]:
-    attribute_path = structure.root_attributes.get(flag.root_attribute)
+def flag_matches(structure: ModelStructure, flag: LegacyFlag) -> Iterator[tuple[str, str]]:
+    """The flag's root attribute and every module whose lowercased path contains a substring."""
+    attribute_path = structure.root_attributes.get(flag.root_attribute) if flag.root_attribute else None
     if attribute_path is not None:
         rule = f"{flag.key}: root attribute {flag.root_attribute!r}"
         for name in parameters_under_any(structure, [attribute_path]):

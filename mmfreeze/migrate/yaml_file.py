@@ -58,7 +58,14 @@ def _plan(
     structure_of: StructureOf, allowed_targets: Mapping[str, str],
 ) -> tuple[SectionMigration | None, ResolvedInventory | None]:
     section = document.get("freeze_config")
-    if MF001.id in disabled or detect_vocabulary(section, source=str(path)) != "legacy":
+    vocabulary = detect_vocabulary(section, source=str(path))
+    if vocabulary == "selectors" and MF001.id not in disabled:
+        raise MigrationError(
+            "has nemo-automodel 0.7 selectors (freeze_modules / unfreeze_modules), which the new vocabulary "
+            "cannot express yet; left unchanged (its snapshot follows the framework's own rules)",
+            source=f"{path}: freeze_config",
+        )
+    if MF001.id in disabled or vocabulary != "legacy":
         return None, None
     recipe = load_recipe(path, allowed_targets=allowed_targets)
     trained = trained_structure(structure_of(recipe), recipe.document, source=recipe.display_path)

@@ -69,17 +69,3 @@ def build_meta_model(config: PretrainedConfig, model_class: type[nn.Module]) -> 
             f"transformers could not build {model_class.__name__} from this config: "
             f"{type(error).__name__}: {error}"
         ) from error
-
-
-def add_meta_lora_adapters(model: nn.Module, targets: list[str], dim: int) -> None:
-    """LoRA as the training code injects it, on a meta model: base weights frozen, and trainable
-    ``lora_A`` / ``lora_B`` Linear children on each target (see :mod:`mmfreeze.models.lora`)."""
-    import torch
-    from torch import nn
-
-    model.requires_grad_(False)
-    with torch.device("meta"):
-        for path in targets:
-            linear = model.get_submodule(path)
-            linear.lora_A = nn.Linear(linear.in_features, dim, bias=False)
-            linear.lora_B = nn.Linear(dim, linear.out_features, bias=False)

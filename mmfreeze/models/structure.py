@@ -9,12 +9,16 @@ Tied weights: one parameter object can be reachable under several names (``lm_he
 ``model.embed_tokens.weight``). It appears once, under the name ``named_parameters()`` gives first,
 with the other names in ``aliases``. A module contains a parameter when any of its names lies under
 the module's path, which is exactly what ``module.parameters()`` yields by identity.
+
+Two facts beyond names are kept because the training framework's rules read them: which modules
+are ``nn.Linear`` instances (LoRA patches those, subclasses included) and the few config values its
+invariant freezes read (:class:`ConfigFacts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -22,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 1
+STRUCTURE_FORMAT_VERSION = 2
 
 # Attributes the legacy freezing engine reads from the root object (DESIGN.md, legacy rules).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -46,6 +50,18 @@ class ParameterInfo:
         return (self.name, *self.aliases)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConfigFacts:
+    """The model config values nemo-automodel's invariant freezes read (``model_utils.py``)."""
+
+    model_type: str = ""
+    """``model.config.model_type`` (the root config's)."""
+    num_hidden_layers: int = 0
+    """From ``config.text_config`` when the config has one, else from ``config``."""
+    num_kv_shared_layers: int = 0
+    """Same lookup; Gemma4 E2B/E4B layers that reuse another layer's keys and values."""
+
+
 @dataclass(frozen=True)
 class ModelStructure:
     """Module tree, parameters and legacy root attributes of one built model."""
@@ -59,6 +75,9 @@ class ModelStructure:
     parameters: tuple[ParameterInfo, ...]
     root_attributes: Mapping[str, str] = field(default_factory=dict)
     """Legacy root attribute name -> the module path it returns (only when it is a module)."""
+    linear_modules: frozenset[str] = frozenset()
+    """Paths (every path, aliases included) of modules that are ``nn.Linear`` instances."""
+    config_facts: ConfigFacts = ConfigFacts()
 
     @cached_property
     def parameters_by_name(self) -> Mapping[str, ParameterInfo]:
@@ -86,6 +105,8 @@ class ModelStructure:
             "modules": dict(self.modules),
             "module_aliases": dict(self.module_aliases),
             "root_attributes": dict(self.root_attributes),
+            "linear_modules": sorted(self.linear_modules),
+            "config_facts": asdict(self.config_facts),
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -101,6 +122,8 @@ class ModelStructure:
             modules=dict(data["modules"]),
             module_aliases=dict(data["module_aliases"]),
             root_attributes=dict(data["root_attributes"]),
+            linear_modules=frozenset(data["linear_modules"]),
+            config_facts=ConfigFacts(**data["config_facts"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]
@@ -110,11 +133,16 @@ class ModelStructure:
 
 def structure_of(model: nn.Module) -> ModelStructure:
     """Read the structure of a live model (any device); ``requires_grad`` as it is right now."""
+    from torch import nn
+
     first_path: dict[int, str] = {}
     modules: dict[str, str] = {}
     module_aliases: dict[str, str] = {}
+    linear: set[str] = set()
     for path, module in model.named_modules(remove_duplicate=False):
         modules[path] = type(module).__name__
+        if isinstance(module, nn.Linear):
+            linear.add(path)
         seen = first_path.setdefault(id(module), path)
         if seen != path:
             module_aliases[path] = seen
@@ -124,6 +152,21 @@ def structure_of(model: nn.Module) -> ModelStructure:
         module_aliases=module_aliases,
         parameters=tuple(_parameter_infos(model.named_parameters(remove_duplicate=False))),
         root_attributes=_root_attributes(model, first_path),
+        linear_modules=frozenset(linear),
+        config_facts=config_facts_of(model),
+    )
+
+
+def config_facts_of(model: nn.Module) -> ConfigFacts:
+    """The config values the framework's invariants read, looked up the way it looks them up."""
+    config = getattr(model, "config", None)
+    text_config = getattr(config, "text_config", None)
+    if text_config is None:
+        text_config = config
+    return ConfigFacts(
+        model_type=str(getattr(config, "model_type", "") or ""),
+        num_hidden_layers=int(getattr(text_config, "num_hidden_layers", 0) or 0),
+        num_kv_shared_layers=int(getattr(text_config, "num_kv_shared_layers", 0) or 0),
     )
 
 

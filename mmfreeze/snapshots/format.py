@@ -3,11 +3,11 @@
 Example::
 
     # mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`.
-    format: 1
+    format: 2
     recipe: example_configs/vlm_finetune/qwen2_5_vl/cord_v2.yaml
     model_id: Qwen/Qwen2.5-VL-3B-Instruct
     architecture: Qwen2_5_VLForConditionalGeneration
-    vocabulary: legacy
+    framework: nemo-automodel 0.7
     frozen_tensors: 390
     trainable_tensors: 435
     frozen_parameters: 668538880
@@ -18,6 +18,9 @@ Example::
 
 Everything in it is decided by the recipe, its model config and the freezing rules: no times,
 no absolute paths, no library versions. ``format`` changes deliberately invalidate every snapshot.
+The input vocabulary is not in it: a recipe rewritten to another vocabulary with the same
+behaviour keeps the same snapshot. ``framework`` names the nemo-automodel release whose rules gave
+the set (``mmfreeze.releases``), with the reason when it is not the current one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
 SEPARATOR = "---"
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
@@ -44,8 +47,8 @@ class SnapshotHeader:
     model_id: str
     architecture: str
     """Class name of the built model."""
-    vocabulary: str
-    """``absent``, ``legacy`` or ``new``: which engine computed the set."""
+    framework: str
+    """The framework release whose rules applied, e.g. ``nemo-automodel 0.7``."""
     frozen_tensors: int
     trainable_tensors: int
     frozen_parameters: int
@@ -71,7 +74,7 @@ _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
 def render_snapshot(snapshot: Snapshot) -> str:
     """The file text; identical input gives identical bytes."""
     header = snapshot.header
-    for value in (header.recipe, header.model_id, header.architecture):
+    for value in (header.recipe, header.model_id, header.architecture, header.framework):
         _check_storable(value, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]

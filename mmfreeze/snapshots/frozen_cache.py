@@ -19,7 +19,7 @@ from mmfreeze.disk_cache import DiskCache
 from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
 
-RECORD_FORMAT_VERSION = 1
+RECORD_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,7 +28,7 @@ class FrozenSetRecord:
     path and model id, which recipes sharing the computation do not share."""
 
     architecture: str
-    vocabulary: str
+    framework: str
     lines: tuple[str, ...]
     """The frozen names in the snapshot's stored form (range-compressed: an MoE model's names
     shrink a hundredfold), so a cached set is rendered without compressing it again."""
@@ -43,7 +43,7 @@ class FrozenSetRecord:
         frozen_numel = result.frozen_numel
         return cls(
             architecture=structure.class_name,
-            vocabulary=result.vocabulary,
+            framework=result.rules.describe(),
             lines=body_lines(result.frozen, recipe=recipe),
             frozen_tensors=len(result.frozen),
             frozen_parameters=frozen_numel,
@@ -56,7 +56,7 @@ class FrozenSetRecord:
             recipe=recipe,
             model_id=model_id,
             architecture=self.architecture,
-            vocabulary=self.vocabulary,
+            framework=self.framework,
             frozen_tensors=self.frozen_tensors,
             trainable_tensors=self.trainable_tensors,
             frozen_parameters=self.frozen_parameters,

@@ -1,48 +1,110 @@
+"""LoRA on structures, case by case; `tests/framework/` compares it with the framework on real models."""
+
 from __future__ import annotations
 
 import pytest
+import torch
+from torch import nn
 
 from mmfreeze.exceptions import RecipeError
-from mmfreeze.models.lora import lora_targets, with_lora_adapters
-from mmfreeze.models.structure import ModelStructure, ParameterInfo
-
-
-def linear(path: str, out_features: int = 4, in_features: int = 3) -> ParameterInfo:
-    return ParameterInfo(name=f"{path}.weight", shape=(out_features, in_features), requires_grad=True)
-
-
-STRUCTURE = ModelStructure(
-    class_name="Toy",
-    modules={"": "Toy", "model.visual.qkv": "Linear", "model.lm.q_proj": "Linear", "model.lm.norm": "RMSNorm",
-             "lm_head": "Linear"},
-    module_aliases={},
-    parameters=(linear("model.visual.qkv"), linear("model.lm.q_proj"),
-                ParameterInfo(name="model.lm.norm.weight", shape=(3,), requires_grad=True), linear("lm_head")),
+from mmfreeze.models.lora import (
+    LoraSpec,
+    add_live_lora_adapters,
+    lora_targets,
+    parse_peft_section,
+    wildcard_regex,
+    with_lora_adapters,
 )
+from mmfreeze.models.structure import structure_of
 
 
-def test_targets_match_by_leaf_name_and_wildcard_and_exclusions_win() -> None:
-    peft = {"target_modules": ["q_proj", "*.qkv"], "exclude_modules": ["*visual*"]}
-    assert lora_targets(STRUCTURE, peft) == ["model.lm.q_proj"]
+class Toy(nn.Module):
+    """A vision Linear, a decoder layer, an ``nn.MultiheadAttention`` (its ``out_proj`` is a Linear
+    subclass), a norm and an untied ``lm_head``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visual = nn.ModuleDict({"qkv": nn.Linear(3, 4)})
+        self.layers = nn.ModuleList([nn.ModuleDict({"q_proj": nn.Linear(3, 4)}) for _ in range(11)])
+        self.attn = nn.MultiheadAttention(4, 1)
+        self.norm = nn.LayerNorm(3)
+        self.lm_head = nn.Linear(3, 5)
 
 
-def test_match_all_linear_skips_lm_head_and_non_linear_modules() -> None:
-    assert lora_targets(STRUCTURE, {"match_all_linear": True}) == ["model.visual.qkv", "model.lm.q_proj"]
+STRUCTURE = structure_of(Toy())
+
+
+def targets(**peft: object) -> list[str]:
+    return lora_targets(STRUCTURE, parse_peft_section(peft))
+
+
+def test_exclude_only_takes_every_linear_but_the_excluded_ones() -> None:
+    found = targets(exclude_modules=["*visual*", "lm_head"])
+    assert found == [f"layers.{i}.q_proj" for i in range(11)] + ["attn.out_proj"]
+
+
+def test_an_empty_section_defaults_to_proj_suffixes() -> None:
+    assert parse_peft_section({}).target_modules == ("*_proj",)
+    assert targets() == [f"layers.{i}.q_proj" for i in range(11)] + ["attn.out_proj"]
+
+
+def test_match_all_linear_includes_lm_head_and_linear_subclasses() -> None:
+    assert targets(match_all_linear=True) == ["visual.qkv", *(f"layers.{i}.q_proj" for i in range(11)),
+                                              "attn.out_proj", "lm_head"]
+
+
+def test_a_bare_leaf_name_selects_nothing_nested() -> None:
+    assert targets(target_modules=["q_proj"]) == []
+
+
+def test_wildcards_keep_a_numeric_index_whole_in_0_7_but_not_in_0_6() -> None:
+    assert wildcard_regex("*.layers.1.*", "0.7").match("model.layers.1.q_proj")
+    assert not wildcard_regex("*.layers.1.*", "0.7").match("model.layers.10.q_proj")
+    assert wildcard_regex("*.layers.1.*", "0.6").match("model.layers.10.q_proj")
+    assert lora_targets(STRUCTURE, parse_peft_section({"target_modules": ["layers.1*"]}), "0.7") == [
+        "layers.1.q_proj", "layers.10.q_proj"]
+
+
+@pytest.mark.parametrize(
+    ("peft", "key", "message"),
+    [({"target_modules": ["*_proj"], "exclude_modules": ["*visual*"]}, "peft", "mutually exclusive"),
+     ({"match_all_linear": True, "exclude_modules": ["lm_head"]}, "peft.match_all_linear", "must be empty"),
+     ({"rank": 4}, "peft", "unknown key"),
+     ({"target_modules": ["(q_proj"]}, "peft.target_modules", "not a valid wildcard"),
+     ({"dim": 0}, "peft.dim", "positive integer"), ({"dim": True}, "peft.dim", "positive integer"),
+     ({"match_all_linear": "yes"}, "peft.match_all_linear", "true or false")],
+)
+def test_what_the_framework_rejects_is_an_error_naming_the_key(peft: dict, key: str, message: str) -> None:
+    with pytest.raises(RecipeError, match=message) as caught:
+        parse_peft_section(peft, source="r.yaml")
+    assert caught.value.key == key and caught.value.source == "r.yaml"
 
 
 def test_injection_freezes_base_weights_and_adds_trainable_adapters_with_real_shapes() -> None:
-    injected = with_lora_adapters(STRUCTURE, {"target_modules": ["q_proj"], "dim": 2})
-    adapters = {info.name: info.shape for info in injected.parameters if info.requires_grad}
-    assert adapters == {"model.lm.q_proj.lora_A.weight": (2, 3), "model.lm.q_proj.lora_B.weight": (4, 2)}
-    assert injected.modules["model.lm.q_proj.lora_A"] == "Linear"
+    injected = with_lora_adapters(STRUCTURE, LoraSpec(target_modules=("layers.0.q_proj",), dim=2, use_dora=True))
+    trainable = {info.name: info.shape for info in injected.parameters if info.requires_grad}
+    assert trainable == {"layers.0.q_proj.lora_A.weight": (2, 3), "layers.0.q_proj.lora_B.weight": (4, 2),
+                         "layers.0.q_proj.lora_magnitude": (4,)}
+    assert {"layers.0.q_proj.lora_A", "layers.0.q_proj.lora_B"} <= injected.linear_modules
 
 
-def test_peft_section_that_targets_nothing_is_an_error() -> None:
-    with pytest.raises(RecipeError, match="LoRA would inject nothing"):
-        with_lora_adapters(STRUCTURE, {"dim": 8}, source="r.yaml")
+def test_the_0_6_baseline_keeps_a_built_frozen_adapter_frozen_where_0_7_trains_it() -> None:
+    model = Toy()
+    model.layers[0].q_proj.lora_A = nn.Linear(3, 2)  # an adapter the model itself built frozen
+    model.layers[0].q_proj.lora_A.requires_grad_(False)
+    structure = structure_of(model)
+    spec = LoraSpec(target_modules=("lm_head",))
+    name = "layers.0.q_proj.lora_A.weight"
+    assert with_lora_adapters(structure, spec, "0.7").parameters_by_name[name].requires_grad
+    assert not with_lora_adapters(structure, spec, "0.6").parameters_by_name[name].requires_grad
 
 
-@pytest.mark.parametrize("dim", [0, -1, "8", True])
-def test_invalid_dim_is_an_error(dim: object) -> None:
-    with pytest.raises(RecipeError, match="positive integer"):
-        with_lora_adapters(STRUCTURE, {"target_modules": ["q_proj"], "dim": dim})
+def test_the_live_adapter_gives_the_structure_the_structure_level_injection_gives() -> None:
+    spec = parse_peft_section({"exclude_modules": ["*visual*"], "dim": 3, "use_dora": True})
+    model = Toy()
+    with torch.device("meta"):
+        add_live_lora_adapters(model, lora_targets(STRUCTURE, spec), spec)
+    live = structure_of(model)
+    planned = with_lora_adapters(STRUCTURE, spec)
+    assert {(i.name, i.shape) for i in live.parameters} == {(i.name, i.shape) for i in planned.parameters}
+    assert live.modules.keys() == planned.modules.keys() and live.linear_modules == planned.linear_modules

@@ -10,13 +10,13 @@ from tests.snapshots.test_format import HEADER, snapshot_of
 def test_moved_names_are_grouped_with_counts_and_header_changes_listed() -> None:
     old = snapshot_of(HEADER, frozenset({"v.blocks.0.w", "v.blocks.1.w", "lm.w"}))
     new = snapshot_of(
-        replace(HEADER, vocabulary="new", frozen_tensors=2),
+        replace(HEADER, framework="nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings)", frozen_tensors=2),
         frozenset({"v.blocks.0.w", "v.blocks.1.w", "proj.w"}),
     )
     change = diff_snapshots(old, new, numel_of={"proj.w": 6, "lm.w": 4}, group_of=prefix_group)
     assert change.header_changes == (
+        HeaderChange(field="framework", old="nemo-automodel 0.7", new="nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings)"),
         HeaderChange(field="frozen_tensors", old=3, new=2),
-        HeaderChange(field="vocabulary", old="legacy", new="new"),
     )
     assert [(g.label, g.tensors, g.parameters, g.names) for g in change.newly_frozen] == [("proj", 1, 6, ("proj.w",))]
     assert [(g.label, g.names) for g in change.newly_trainable] == [("lm", ("lm.w",))]

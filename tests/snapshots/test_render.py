@@ -8,7 +8,7 @@ from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 CHANGE = RecipeChange(
     recipe="cfg/a|b.yaml",
-    header_changes=(HeaderChange(field="vocabulary", old="legacy", new="new"),),
+    header_changes=(HeaderChange(field="framework", old="nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings)", new="nemo-automodel 0.7"),),
     newly_frozen=(ModuleGroup(label="model.vision_tower (vision tower)", tensors=2, parameters=12,
                               names=("model.vision_tower.layers.0.w", "model.vision_tower.layers.1.w")),),
     newly_trainable=(),

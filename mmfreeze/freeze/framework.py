@@ -1,0 +1,183 @@
+"""nemo-automodel's own `freeze_config`: legacy booleans plus `freeze_modules` / `unfreeze_modules`.
+
+0.7 (``components/utils/model_utils.py``: ``parse_freeze_config``, ``apply_parameter_freezing``)
+accepts six keys. The legacy booleans keep their attribute-and-substring rules
+(:mod:`mmfreeze.freeze.legacy`); ``freeze_vision_tower`` defaults to true only when neither
+selector list is present. Then ``freeze_modules`` freezes and ``unfreeze_modules`` unfreezes, and
+unfreeze wins on overlap, even over a PEFT-frozen base weight or a legacy flag. A selector is
+``{path: X}`` (exact) or ``{glob: X}`` (``fnmatchcase``, ``*`` crosses dots), tested against every
+module path (aliases included, root excluded) with checkpoint and compile wrapper components
+removed; it takes the module's whole subtree; one that matches no parameter is an error.
+
+0.6 read the section with ``dict.get``: other keys ignored, values by truthiness, no selectors.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.legacy import (
+    LEGACY_FLAGS,
+    VIDEO_EMBEDDER_KEY,
+    VIDEO_EMBEDDER_SUBSTRING,
+    LegacyFlag,
+    flag_matches,
+    plan_legacy_freeze,
+)
+from mmfreeze.freeze.plan import parameters_under_any
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+
+SECTION = "freeze_config"
+SELECTOR_KEYS = ("freeze_modules", "unfreeze_modules")
+BOOLEAN_KEYS = (*(flag.key for flag in LEGACY_FLAGS), VIDEO_EMBEDDER_KEY)
+FRAMEWORK_KEYS = (*SELECTOR_KEYS, *BOOLEAN_KEYS)
+WRAPPER_COMPONENTS = ("_checkpoint_wrapped_module.", "_orig_mod.")
+"""Removed from module paths before selectors are matched (``canonical_parameter_fqn``)."""
+VIDEO_EMBEDDER_MODULES = LegacyFlag(
+    key=VIDEO_EMBEDDER_KEY, default=False, root_attribute=None, substrings=(VIDEO_EMBEDDER_SUBSTRING,)
+)
+"""0.7 freezes the video embedder by module path (0.6 tested parameter names)."""
+
+
+@dataclass(frozen=True)
+class ModuleSelector:
+    """``{path: X}`` or ``{glob: X}``; ``where`` names it in errors (``freeze_modules[0]``)."""
+
+    where: str
+    path: str | None = None
+    glob: str | None = None
+
+    def matches(self, module_path: str) -> bool:
+        if self.path is not None:
+            return module_path == self.path
+        return fnmatchcase(module_path, self.glob or "")
+
+    def describe(self) -> str:
+        return f"path: {self.path}" if self.path is not None else f"glob: {self.glob}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrameworkFreezeConfig:
+    """A `freeze_config` as the framework release reads it: effective flags and selectors."""
+
+    rules: FrameworkRules
+    flags: Mapping[str, bool]
+    """Legacy boolean key -> whether it is on (the vision default already resolved)."""
+    freeze_modules: tuple[ModuleSelector, ...] = ()
+    unfreeze_modules: tuple[ModuleSelector, ...] = ()
+
+
+def detect_rules(section: Any) -> FrameworkRules:
+    """0.7, unless 0.7 rejects the section where 0.6 accepted it (no selectors, only keys or
+    values 0.6 ignored or took by truthiness): such a recipe trained on 0.6."""
+    if not isinstance(section, Mapping) or any(key in section for key in SELECTOR_KEYS):
+        return CURRENT_RULES
+    problems = strict_problems(section)
+    if not problems:
+        return CURRENT_RULES
+    return FrameworkRules(release="0.6", reason=f"0.7 rejects {'; '.join(problems)}")
+
+
+def strict_problems(section: Mapping[str, Any]) -> list[str]:
+    """What 0.7's ``parse_freeze_config`` rejects in ``section`` (keys and boolean values only)."""
+    problems = []
+    for key in section:
+        if key not in FRAMEWORK_KEYS:
+            hint = difflib.get_close_matches(str(key), FRAMEWORK_KEYS, n=1, cutoff=0.8)
+            problems.append(f"{SECTION}.{key} (unknown key{f'; did you mean {hint[0]}?' if hint else ''})")
+    for key in BOOLEAN_KEYS:
+        value = section.get(key)
+        if value is not None and not isinstance(value, bool):
+            problems.append(f"{SECTION}.{key}: {value!r} (not a boolean)")
+    return problems
+
+
+def parse_framework_freeze_config(
+    section: Mapping[str, Any], rules: FrameworkRules, *, source: str | None = None
+) -> FrameworkFreezeConfig:
+    """The section as ``rules.release`` reads it; under 0.7 anything it rejects is an error."""
+    if rules.release == "0.6":
+        flags = {flag.key: bool(section.get(flag.key, flag.default)) for flag in LEGACY_FLAGS}
+        return FrameworkFreezeConfig(rules=rules, flags={**flags, VIDEO_EMBEDDER_KEY: bool(section.get(VIDEO_EMBEDDER_KEY))})
+    problems = strict_problems(section)
+    if problems:
+        raise FreezeConfigError(
+            f"nemo-automodel 0.7 rejects {'; '.join(problems)}; valid keys: {', '.join(FRAMEWORK_KEYS)}",
+            source=source, key=SECTION,
+        )
+    selectors = {key: _selectors(section, key, source) for key in SELECTOR_KEYS if key in section}
+    flags = {key: bool(section.get(key, False)) for key in BOOLEAN_KEYS}
+    if section.get("freeze_vision_tower") is None:
+        flags["freeze_vision_tower"] = not selectors
+    return FrameworkFreezeConfig(rules=rules, flags=flags, **selectors)
+
+
+def _selectors(section: Mapping[str, Any], key: str, source: str | None) -> tuple[ModuleSelector, ...]:
+    entries = section[key]
+    if not isinstance(entries, list):
+        raise FreezeConfigError(
+            f"must be a list of selectors such as `- path: model.visual` or `- glob: '*.visual.merger*'`; got {entries!r}",
+            source=source, key=f"{SECTION}.{key}",
+        )
+    return tuple(_selector(entry, f"{key}[{index}]", source) for index, entry in enumerate(entries))
+
+
+def _selector(entry: Any, where: str, source: str | None) -> ModuleSelector:
+    if not isinstance(entry, Mapping) or len(entry) != 1 or next(iter(entry)) not in ("path", "glob"):
+        raise FreezeConfigError(
+            f"a selector has exactly one key, `path` (exact module path) or `glob` (fnmatch pattern); got {entry!r}",
+            source=source, key=f"{SECTION}.{where}",
+        )
+    kind, value = next(iter(entry.items()))
+    if not isinstance(value, str) or not value:
+        raise FreezeConfigError(f"`{kind}` must be a non-empty string; got {value!r}", source=source, key=f"{SECTION}.{where}")
+    return ModuleSelector(where=where, **{kind: value})
+
+
+def canonical_module_path(path: str) -> str:
+    for component in WRAPPER_COMPONENTS:
+        path = path.replace(component, "")
+    return path
+
+
+def framework_freeze_steps(
+    structure: ModelStructure, config: FrameworkFreezeConfig, *, strict: bool = True, source: str | None = None
+) -> Iterator[tuple[str, bool, str]]:
+    """``(parameter name, trainable, rule)`` in the framework's order: flags, then freeze
+    selectors, then unfreeze selectors. Later steps override earlier ones."""
+    by_module = config.rules.release != "0.6" and config.flags[VIDEO_EMBEDDER_KEY]
+    plan = plan_legacy_freeze(structure, {**config.flags, VIDEO_EMBEDDER_KEY: config.flags[VIDEO_EMBEDDER_KEY] and not by_module})
+    yield from ((name, False, rules[0]) for name, rules in plan.rules_by_parameter.items())
+    if by_module:
+        yield from ((name, False, rule) for name, rule in flag_matches(structure, VIDEO_EMBEDDER_MODULES))
+    for selectors, trainable in ((config.freeze_modules, False), (config.unfreeze_modules, True)):
+        for selector in selectors:
+            names = _selected_parameters(structure, selector, strict=strict, source=source)
+            yield from ((name, trainable, f"{selector.where}: {selector.describe()}") for name in names)
+
+
+def _selected_parameters(
+    structure: ModelStructure, selector: ModuleSelector, *, strict: bool, source: str | None
+) -> list[str]:
+    matched = [path for path in structure.modules if path and selector.matches(canonical_module_path(path))]
+    names = list(parameters_under_any(structure, matched))
+    if strict and not names:
+        raise FreezeConfigError(
+            f"selector `{selector.describe()}` matches no parameter of this model (nemo-automodel 0.7 "
+            f"rejects it; selectors match the full module path){_nearest(structure, selector)}",
+            source=source, key=f"{SECTION}.{selector.where}",
+        )
+    return names
+
+
+def _nearest(structure: ModelStructure, selector: ModuleSelector) -> str:
+    wanted = selector.path if selector.path is not None else (selector.glob or "").replace("*", "")
+    paths = [path for path in structure.modules if path and path not in structure.module_aliases]
+    nearest = difflib.get_close_matches(wanted, paths, n=3, cutoff=0.5)
+    return f"; nearest module paths: {', '.join(nearest)}" if nearest else ""

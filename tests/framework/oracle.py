@@ -1,0 +1,66 @@
+"""The installed nemo-automodel, driven as a recipe drives it: the oracle of the differential tests.
+
+Nothing here restates the framework's rules. LoRA goes through its ``PeftConfig`` and
+``apply_lora_to_linear_modules``; trainability through its own ``_apply_trainability_policy``
+(PEFT baseline, ``parse_freeze_config`` + ``apply_parameter_freezing``, invariant freezes). That
+function lives in ``_transformers/infrastructure.py``, whose module imports the framework's heavy
+dependencies (torchao, megatron-fsdp). Where they are installed (the framework environment of
+``.ci/framework_env``) it is imported; where the framework is installed with ``--no-deps`` its
+source is compiled from the installed file, verbatim, against the framework's own functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
+from nemo_automodel.components.utils import model_utils
+from torch import nn
+
+POLICY = "_apply_trainability_policy"
+
+
+@cache
+def trainability_policy() -> Callable[..., None]:
+    """The framework's ``_apply_trainability_policy``, from its installed source."""
+    try:
+        from nemo_automodel._transformers.infrastructure import _apply_trainability_policy
+    except ImportError:  # installed with --no-deps: compile the function from the installed file
+        return _compiled_policy()
+    return _apply_trainability_policy
+
+
+def _compiled_policy() -> Callable[..., None]:
+    spec = importlib.util.find_spec("nemo_automodel._transformers.infrastructure")
+    assert spec is not None and spec.origin is not None, "nemo-automodel is not installed"
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == POLICY)
+    namespace: dict[str, Any] = {**vars(model_utils), "torch": __import__("torch")}
+    exec(compile(ast.Module(body=[function], type_ignores=[]), spec.origin, "exec"), namespace)  # noqa: S102
+    return namespace[POLICY]
+
+
+def framework_frozen_set(model: nn.Module, freeze_config: Any, peft: Mapping[str, Any] | None) -> frozenset[str]:
+    """Run the recipe's sections through the framework on ``model`` (mutated) and read what it froze.
+
+    Raises whatever the framework raises for a section it rejects.
+    """
+    peft_config = None
+    if peft is not None:
+        # The recipe instantiates `peft:` (its `_target_` is PeftConfig) with the other keys.
+        peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
+        apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
+    parsed = model_utils.parse_freeze_config(freeze_config)
+    trainability_policy()(model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
+    return frozenset(name for name, parameter in model.named_parameters() if not parameter.requires_grad)
+
+
+def installed_release() -> str:
+    from importlib.metadata import version
+
+    return version("nemo-automodel")

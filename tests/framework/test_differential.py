@@ -1,0 +1,134 @@
+"""Differential tests: mmfreeze's snapshot path against nemo-automodel's own functions.
+
+Every bundled registry model is built on the meta device; each case of the section matrix
+(`cases.py`: legacy flags, 0.7 selectors, LoRA shapes, rejections) runs through the installed
+framework (`oracle.py`) on a fresh copy of the model and through mmfreeze's snapshot path (frozen
+set computed on the structure, stored as a snapshot and read back). The frozen sets must be equal;
+what the framework rejects must be an mmfreeze input error naming the key, except what 0.6 accepted,
+where mmfreeze must apply 0.6's rules and say why. The counts are printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.models.build import resolve_model_class
+from mmfreeze.models.loader import build_config, build_model
+from mmfreeze.models.structure import ModelStructure, structure_of
+from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
+from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
+from tests.framework.cases import Case, cases_for
+from tests.framework.oracle import framework_frozen_set
+
+pytestmark = pytest.mark.framework
+
+REGISTRY = Path(__file__).resolve().parents[2] / "mmfreeze" / "registry" / "configs"
+AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
+                "AutoModelForSpeechSeq2Seq")
+FAST_MODELS = ("HuggingFaceTB__SmolVLM2-2.2B-Instruct", "Qwen__Qwen2-VL-2B-Instruct", "google__gemma-4-E2B-it",
+               "Qwen__Qwen2-Audio-7B-Instruct")
+"""Run without `slow` too, so a local `-m "not slow"` run still compares against the framework."""
+TALLY: Counter[str] = Counter()
+"""Cases compared with zero differences, by kind; `conftest.py` prints it."""
+
+
+def _config(name: str) -> dict[str, Any]:
+    return json.loads((REGISTRY / f"{name}.json").read_text())["config"]
+
+
+@cache
+def auto_class(name: str) -> str:
+    """The first Auto class that maps this config (the one its recipes use)."""
+    config = build_config(_config(name), source=name)
+    for candidate in AUTO_CLASSES:
+        try:
+            resolve_model_class(config, candidate)
+        except MmfreezeError:
+            continue
+        return candidate
+    raise AssertionError(f"{name}: no Auto class maps model_type {config.model_type!r}")
+
+
+def fresh_model(name: str):
+    return build_model(_config(name), auto_class(name), source=name)
+
+
+def registry_models() -> list[Any]:
+    names = sorted(path.stem for path in REGISTRY.glob("*.json"))
+    return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
+
+
+def mmfreeze_frozen_set(structure: ModelStructure, case: Case) -> tuple[frozenset[str], str]:
+    """The snapshot path: compute, store as a snapshot, read back."""
+    result = compute_frozen_set(structure, case.document, source="case.yaml")
+    snapshot = FrozenSetRecord.of(result, recipe="case.yaml").snapshot(recipe="case.yaml", model_id="m")
+    stored = parse_snapshot(render_snapshot(snapshot))
+    return stored.frozen, stored.header.framework
+
+
+def check_case(name: str, structure: ModelStructure, case: Case, model_for_case) -> str | None:
+    """``None`` when mmfreeze agrees with the framework on ``case``, else what differs."""
+    if case.kind == "rejection":
+        return _check_rejection(structure, case, model_for_case)
+    framework_section = case.as_06_reads_it if case.kind == "pre-0.7" else case.freeze_config
+    expected = framework_frozen_set(model_for_case(), framework_section, case.peft)
+    try:
+        actual, release = mmfreeze_frozen_set(structure, case)
+    except MmfreezeError as error:
+        return f"mmfreeze rejected what the framework accepts: {error}"
+    if case.kind == "pre-0.7" and not (release.startswith("nemo-automodel 0.6") and case.rejected_key in release):
+        return f"expected 0.6 rules naming {case.rejected_key}, header says {release!r}"
+    if actual != expected:
+        return (f"{len(expected - actual)} frozen only by the framework (e.g. {sorted(expected - actual)[:3]}), "
+                f"{len(actual - expected)} only by mmfreeze (e.g. {sorted(actual - expected)[:3]})")
+    return None
+
+
+def _check_rejection(structure: ModelStructure, case: Case, model_for_case) -> str | None:
+    try:
+        framework_frozen_set(model_for_case(), case.freeze_config, case.peft)
+    except (ValueError, TypeError):
+        pass
+    else:
+        return "the framework accepted it"
+    try:
+        mmfreeze_frozen_set(structure, case)
+    except MmfreezeError as error:
+        message = str(error)
+        if "case.yaml" not in message or case.rejected_key not in message:
+            return f"the error does not name the recipe and {case.rejected_key}: {message}"
+        return None
+    return "mmfreeze accepted what the framework rejects"
+
+
+@pytest.mark.parametrize("name", registry_models())
+def test_frozen_sets_equal_the_framework(name: str) -> None:
+    """Every case of the matrix gives the framework's frozen set, or its rejection, on this model."""
+    model = fresh_model(name)
+    structure = structure_of(model)
+    built = {param_name: parameter.requires_grad for param_name, parameter in model.named_parameters()}
+
+    def reset_model():
+        # Freezing cases only set requires_grad: restore the built state instead of rebuilding.
+        for param_name, parameter in model.named_parameters():
+            parameter.requires_grad_(built[param_name])
+        return model
+
+    differences = []
+    for case in cases_for(structure):
+        model_for_case = (lambda: fresh_model(name)) if case.peft is not None else reset_model
+        difference = check_case(name, structure, case, model_for_case)
+        if difference is None:
+            TALLY[case.kind] += 1
+        else:
+            differences.append(f"{case.name}: {difference}")
+    assert not differences, f"{name} ({structure.class_name}):\n" + "\n".join(differences)
+    TALLY["models"] += 1
