@@ -1,0 +1,64 @@
+"""The framework's invariant freezes on the real classes they exist for, against the framework itself.
+
+Small configs of transformers' DeepSeek-V4, MiniMax-M3-VL and Gemma4 classes (built on meta) carry
+the parts the invariants freeze: a compressed-sparse-attention indexer, a sparse-attention indexer
+and KV-shared layers. An unfreeze of everything must not undo them, and LoRA adapters inside a
+dead K/V projection stay frozen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from mmfreeze.models.build import build_meta_model, resolve_model_class
+from mmfreeze.models.loader import build_config
+from mmfreeze.models.structure import structure_of
+from tests.framework.cases import PEFT_TARGET, Case
+from tests.framework.oracle import framework_frozen_set
+from tests.framework.test_differential import TALLY, mmfreeze_frozen_set
+
+pytestmark = pytest.mark.framework
+
+SMALL_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "deepseek_v4 indexer": ("AutoModelForCausalLM", {"model_type": "deepseek_v4", "num_hidden_layers": 4}),
+    "minimax_m3 indexer": ("AutoModelForImageTextToText", {
+        "model_type": "minimax_m3_vl",
+        "text_config": {"num_hidden_layers": 2, "layer_types": ["full_attention", "minimax_m3_sparse"],
+                        "mlp_layer_types": ["sparse", "sparse"]}}),
+    "gemma4 KV-shared layers": ("AutoModelForImageTextToText", {
+        "model_type": "gemma4", "text_config": {"model_type": "gemma4_text", "num_hidden_layers": 6,
+                                                "num_kv_shared_layers": 2,
+                                                "layer_types": ["sliding_attention", "sliding_attention", "full_attention",
+                                                                "sliding_attention", "sliding_attention", "full_attention"]}}),
+}
+CASES = (
+    Case(name="no freeze_config", kind="selector"),
+    Case(name="unfreeze everything", kind="selector", freeze_config={"unfreeze_modules": [{"glob": "*"}]}),
+    Case(name="LoRA on every Linear", kind="lora", peft={"_target_": PEFT_TARGET, "dim": 2, "match_all_linear": True}),
+)
+
+
+def build(name: str) -> torch.nn.Module:
+    auto_class, config = SMALL_CONFIGS[name]
+    built = build_config(config, source=name)
+    return build_meta_model(built, resolve_model_class(built, auto_class))
+
+
+@pytest.mark.parametrize("name", SMALL_CONFIGS)
+def test_invariant_freezes_equal_the_framework_and_survive_unfreeze(name: str) -> None:
+    structure = structure_of(build(name))
+    if name.startswith("gemma4") and not any(".self_attn.k_proj." in info.name for info in structure.parameters
+                                             if ".layers.5." in info.name):
+        import transformers
+
+        pytest.skip(f"transformers {transformers.__version__} builds no K/V projections in KV-shared layers, so the "
+                    "invariant has nothing to freeze here; the framework environment (5.18) runs this case")
+    for case in CASES:
+        expected = framework_frozen_set(build(name), case.freeze_config, case.peft)
+        actual, _ = mmfreeze_frozen_set(structure, case)
+        assert actual == expected, f"{name}, {case.name}: {sorted(actual ^ expected)[:5]}"
+        assert expected, f"{name}, {case.name}: the invariant froze nothing, so this case proves nothing"
+        TALLY[case.kind] += 1
