@@ -20,7 +20,7 @@ from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
 from mmfreeze.models.lora import parse_peft_section, with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.multimodal import parse_module_overrides
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
 
 FROZEN_SET_INPUTS = ("freeze_config", "peft", "multimodal")
@@ -53,7 +53,14 @@ class FrozenSetResult:
 
 def trained_structure(structure: ModelStructure, document: Mapping[str, Any], *, source: str) -> ModelStructure:
     """The structure training runs on: LoRA injected and the PEFT baseline set when the recipe has `peft:`."""
-    return _trained(structure, document, detect_rules(document.get("freeze_config")), source=source)
+    section = document.get("freeze_config")
+    return _trained(structure, document, rules_for(section, detect_vocabulary(section, source=source)), source=source)
+
+
+def rules_for(section: Any, vocabulary: Vocabulary) -> FrameworkRules:
+    """The release whose rules apply: only a legacy section can be one that only 0.6 accepted.
+    A new-vocabulary section runs on mmfreeze's runtime, which ends with 0.7's invariants."""
+    return detect_rules(section) if vocabulary == "legacy" else CURRENT_RULES
 
 
 def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: FrameworkRules, *, source: str) -> ModelStructure:
@@ -67,7 +74,7 @@ def compute_frozen_set(structure: ModelStructure, document: Mapping[str, Any], *
     """Run the recipe's trainability pipeline on ``structure``, as pure data."""
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)
-    rules = detect_rules(section)
+    rules = rules_for(section, vocabulary)
     trained = _trained(structure, document, rules, source=source)
     steps = [*_section_steps(trained, document, vocabulary, rules, source=source)]
     steps += [(name, False, rule) for name, rule in invariant_freezes(trained)]
