@@ -53,3 +53,26 @@ def test_every_command_has_help() -> None:
     for command in cli.list_commands(None):
         assert CliRunner().invoke(cli, [command, "--help"]).exit_code == 0
     assert CliRunner().invoke(cli, ["--version"]).output.startswith("mmfreeze, version")
+
+
+@pytest.mark.parametrize(
+    ("freeze_config", "framework"),
+    [("{freeze_vision_tower: true}", "nemo-automodel 0.7"),
+     ("{freeze_embeddings: true}", "nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings (unknown key))"),
+     ("{unfreeze_modules: [{path: model.multi_modal_projector}]}", "nemo-automodel 0.7")],
+)
+def test_explain_states_which_framework_release_s_rules_applied(recipe: Path, freeze_config: str, framework: str) -> None:
+    """A legacy section only 0.6 accepted runs on 0.6's rules, and explain says so; text and JSON."""
+    recipe.write_text(recipe.read_text() + f"freeze_config: {freeze_config}\n")
+    result = CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["freezing"]["framework"] == framework
+    text = CliRunner().invoke(cli, ["explain", str(recipe)], terminal_width=400)
+    assert f"rules of {framework}" in " ".join(text.output.split())
+
+
+def test_explain_reports_a_selector_that_matches_nothing_as_an_input_error(recipe: Path) -> None:
+    recipe.write_text(recipe.read_text() + "freeze_config: {freeze_modules: [{glob: 'vision_towr*'}]}\n")
+    result = CliRunner().invoke(cli, ["explain", str(recipe)])
+    assert result.exit_code == ExitCode.INPUT_ERROR
+    assert "freeze_config.freeze_modules[0]" in result.output and "matches no parameter" in result.output
