@@ -8,6 +8,7 @@ Example::
     model_id: Qwen/Qwen2.5-VL-3B-Instruct
     architecture: Qwen2_5_VLForConditionalGeneration
     framework: nemo-automodel 0.7
+    transformers: 5.24.0
     frozen_tensors: 390
     trainable_tensors: 435
     frozen_parameters: 668538880
@@ -16,8 +17,9 @@ Example::
     model.visual.blocks.{0..31}.attn.proj.bias
     ...
 
-Everything in it is decided by the recipe, its model config and the freezing rules: no times,
-no absolute paths, no library versions. ``format`` changes deliberately invalidate every snapshot.
+Everything in it is decided by the recipe, its model config, the freezing rules and the
+transformers release that built the module tree (module paths, and so parameter names, change
+between releases, so the header records it): no times, no absolute paths. ``format`` changes deliberately invalidate every snapshot.
 The input vocabulary is not in it: a recipe rewritten to another vocabulary with the same
 behaviour keeps the same snapshot. ``framework`` names the nemo-automodel release whose rules gave
 the set (``mmfreeze.releases``), with the reason when it is not the current one.
@@ -49,6 +51,8 @@ class SnapshotHeader:
     """Class name of the built model."""
     framework: str
     """The framework release whose rules applied, e.g. ``nemo-automodel 0.7``."""
+    transformers: str
+    """The transformers release that built the model (its module tree names the parameters)."""
     frozen_tensors: int
     trainable_tensors: int
     frozen_parameters: int
@@ -74,7 +78,7 @@ _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
 def render_snapshot(snapshot: Snapshot) -> str:
     """The file text; identical input gives identical bytes."""
     header = snapshot.header
-    for value in (header.recipe, header.model_id, header.architecture, header.framework):
+    for value in (header.recipe, header.model_id, header.architecture, header.framework, header.transformers):
         _check_storable(value, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]

@@ -18,6 +18,7 @@ from typing import Any
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
+from mmfreeze.versions import installed_version
 
 RECORD_FORMAT_VERSION = 2
 
@@ -29,6 +30,7 @@ class FrozenSetRecord:
 
     architecture: str
     framework: str
+    transformers: str
     lines: tuple[str, ...]
     """The frozen names in the snapshot's stored form (range-compressed: an MoE model's names
     shrink a hundredfold), so a cached set is rendered without compressing it again."""
@@ -44,6 +46,7 @@ class FrozenSetRecord:
         return cls(
             architecture=structure.class_name,
             framework=result.rules.describe(),
+            transformers=installed_version("transformers"),
             lines=body_lines(result.frozen, recipe=recipe),
             frozen_tensors=len(result.frozen),
             frozen_parameters=frozen_numel,
@@ -57,6 +60,7 @@ class FrozenSetRecord:
             model_id=model_id,
             architecture=self.architecture,
             framework=self.framework,
+            transformers=self.transformers,
             frozen_tensors=self.frozen_tensors,
             trainable_tensors=self.trainable_tensors,
             frozen_parameters=self.frozen_parameters,

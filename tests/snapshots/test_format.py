@@ -7,7 +7,7 @@ from mmfreeze.snapshots.format import FORMAT_VERSION, Snapshot, SnapshotHeader, 
 
 HEADER = SnapshotHeader(
     recipe="example_configs/vlm/x.yaml", model_id="org/model", architecture="LlavaForConditionalGeneration",
-    framework="nemo-automodel 0.7", frozen_tensors=3, trainable_tensors=1, frozen_parameters=30, trainable_parameters=10,
+    framework="nemo-automodel 0.7", transformers="5.24.0", frozen_tensors=3, trainable_tensors=1, frozen_parameters=30, trainable_parameters=10,
 )
 
 
