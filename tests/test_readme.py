@@ -1,9 +1,12 @@
-"""The README's quick start is the contract with a new user: CI must run exactly its test command."""
+"""The README's quick start is the contract with a new user: CI must run exactly its test command
+(and then the framework's environment, `.ci/framework_env`)."""
 
 from __future__ import annotations
 
+import os
 import re
 
+from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION
 from tests.conftest import REPO_ROOT
 
 
@@ -13,15 +16,34 @@ def quick_start_commands() -> list[str]:
     return re.findall(r"```bash\n(.*?)\n```", quick_start, flags=re.S)
 
 
-def test_quick_start_has_exactly_two_commands_both_pinning_torch_first() -> None:
+def test_quick_start_has_exactly_two_commands_both_pinning_torch_and_transformers_first() -> None:
     commands = quick_start_commands()
     assert len(commands) == 2
     for command in commands:
         assert "\n" not in command
         assert command.index("torch==2.14.1") < command.index("pip install -q -e")
+        assert command.index(f"transformers=={SNAPSHOT_TRANSFORMERS_VERSION}") < command.index("pip install -q -e")
+    assert "mmfreeze snapshot --check example_configs" in commands[0]
 
 
-def test_ci_runs_the_readme_test_command_and_nothing_else() -> None:
+def test_the_test_command_adds_nemo_automodel_without_its_dependencies() -> None:
+    """The differential tests import nemo-automodel; its own pin (transformers 5.18.0) must not
+    replace the main environment's transformers."""
+    command = quick_start_commands()[1]
+    assert "pip install -q --no-deps nemo-automodel==0.7.0" in command
+    assert command.index("pip install -q -e") < command.index("nemo-automodel") < command.index("-m pytest")
+
+
+def test_ci_runs_the_readme_test_command_then_the_framework_environment_and_nothing_else() -> None:
     ci_lines = [line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()
                 if line and not line.startswith(("#", "set ", "cd "))]
-    assert ci_lines == [quick_start_commands()[1]]
+    assert ci_lines == [quick_start_commands()[1], "bash .ci/framework_env"]
+
+
+def test_the_framework_environment_installs_the_same_nemo_automodel_with_its_dependencies() -> None:
+    script = REPO_ROOT / ".ci" / "framework_env"
+    text = script.read_text()
+    assert os.access(script, os.X_OK)
+    assert "set -euo pipefail" in text
+    assert "nemo-automodel==0.7.0" in text and "--no-deps" not in text
+    assert "pip\" check" in text

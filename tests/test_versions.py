@@ -18,10 +18,21 @@ def test_another_transformers_release_is_named_with_the_fix(monkeypatch: pytest.
     assert "9.9.9" in message and f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in message
 
 
-def test_the_pin_in_pyproject_matches_the_snapshot_version() -> None:
+def test_the_readme_pins_the_snapshot_version_and_pyproject_allows_both_tested_releases() -> None:
+    """The main environment (the README's commands, CI) installs the release the snapshots are made
+    with; pyproject.toml states the tested range, which also holds nemo-automodel 0.7.0's pin."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
     from tests.conftest import REPO_ROOT
 
-    assert f'"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}"' in (REPO_ROOT / "pyproject.toml").read_text()
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in readme
+    dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (transformers,) = [Requirement(d) for d in dependencies if Requirement(d).name == "transformers"]
+    assert transformers.specifier.contains(versions.SNAPSHOT_TRANSFORMERS_VERSION)
+    assert transformers.specifier.contains("5.18.0")
 
 
 def test_code_fingerprint_changes_with_any_source_file_and_only_then(tmp_path: Path) -> None:

@@ -1,22 +1,25 @@
-"""Verifying the architecture table against the real module trees of the pinned transformers.
+"""Verifying the architecture table against the real module trees of the installed transformers
+(either end of the supported range: CI runs it under 5.24.0 and, in the framework environment, 5.18.0).
 
 A candidate is every class transformers maps from an image-text-to-text or multimodal-LM model
 type, plus the text-only decoders the table lists (distillation teachers and text contrast
 recipes resolve to a language model and no multimodal module). Each is built on the meta device
 from its default config (``CONFIG_MAPPING[model_type]()``), from the verification kwargs below
-where the default leaves the multimodal parts out, or from the bundled checkpoint config where
-transformers cannot build the default at all; then resolved and checked: declared paths exist, roles and modalities are as declared, every parameter
-has exactly one owner or a declared reason, and the table (not the heuristic) answered.
+where the default leaves the multimodal parts out (or a release cannot build it), or from the
+bundled checkpoint config where transformers cannot build the default at all; then resolved and
+checked: declared paths exist, roles and modalities are as declared, every parameter has exactly
+one owner or a declared reason, and the table (not the heuristic) answered.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.resolver.entry import ArchitectureEntry, ModuleDecl
@@ -30,6 +33,12 @@ VERIFY_CONFIG_KWARGS: Mapping[str, Mapping[str, Any]] = {
     "idefics": {"use_resampler": True},
     "gemma4": {"vision_config": {}, "audio_config": {}},
     "gemma4_unified": {"vision_config": {}, "audio_config": {}},
+    # transformers 5.18 copies the default pad_token_id (128002) into a 32000-token text config,
+    # which cannot build; no pad token builds the same tree in every release.
+    "idefics3": {"pad_token_id": None},
+    "smolvlm": {"pad_token_id": None},
+    # transformers 5.18 has no default encoder/decoder; these are 5.24's defaults.
+    "vision-encoder-decoder": {"encoder": {"model_type": "vit"}, "decoder": {"model_type": "bert"}},
 }
 
 
@@ -93,11 +102,18 @@ def build_structure(candidate: Candidate) -> ModelStructure:
 
     from mmfreeze.models.build import build_meta_model
 
-    if candidate.model_type in VERIFY_REGISTRY_CONFIGS:
-        config_json = find_model_config(VERIFY_REGISTRY_CONFIGS[candidate.model_type]).config
-        config = CONFIG_MAPPING[candidate.model_type].from_dict(dict(config_json))
-    else:
-        config = CONFIG_MAPPING[candidate.model_type](**VERIFY_CONFIG_KWARGS.get(candidate.model_type, {}))
+    # Copies: transformers 5.18 pops keys from the nested sub-config dicts it is given.
+    try:
+        if candidate.model_type in VERIFY_REGISTRY_CONFIGS:
+            config_json = find_model_config(VERIFY_REGISTRY_CONFIGS[candidate.model_type]).config
+            config = CONFIG_MAPPING[candidate.model_type].from_dict(copy.deepcopy(dict(config_json)))
+        else:
+            kwargs = copy.deepcopy(dict(VERIFY_CONFIG_KWARGS.get(candidate.model_type, {})))
+            config = CONFIG_MAPPING[candidate.model_type](**kwargs)
+    except Exception as error:  # some releases refuse a default config (vision-encoder-decoder in 5.18)
+        raise ModelBuildError(
+            f"transformers cannot make the config for {candidate.model_type!r}: {type(error).__name__}: {error}"
+        ) from error
     return structure_of(build_meta_model(config, getattr(transformers, candidate.class_name)))
 
 

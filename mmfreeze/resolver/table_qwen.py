@@ -12,12 +12,18 @@ Decisions on contested roles:
   Qwen3-Omni ``proj1`` / ``proj2``): declared as audio projectors for the same reason.
 - Qwen2.5-Omni ``talker`` and ``token2wav`` generate speech from the thinker's output: modality
   ``audio``, role ``generator``; they run only when audio output is requested.
+
+Module trees that differ between the transformers releases CI tests (5.24.0 and 5.18.0): the Omni
+thinkers. 5.24 nests the towers and the text model under ``model`` (``model.visual``,
+``model.audio_tower``, ``model.language_model``); 5.18 holds the towers on the thinker itself and
+``model`` *is* the text model. Each entry lists the 5.24 path first: ``model`` exists in 5.24 too
+(as the wrapper), and the first path that exists wins.
 """
 
 from __future__ import annotations
 
-from mmfreeze.resolver.entry import ArchitectureEntry
-from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, projector, tower
+from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart
+from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, projector, tower
 
 
 def visual_with_merger(*projectors: str, visual: str = "model.visual") -> ArchitectureEntry:
@@ -30,37 +36,52 @@ def visual_with_merger(*projectors: str, visual: str = "model.visual") -> Archit
 QWEN2_VL = visual_with_merger("model.visual.merger")
 QWEN3_VL = visual_with_merger("model.visual.merger", "model.visual.deepstack_merger_list")
 
+OMNI_THINKER_LANGUAGE = (
+    LanguagePart(paths=("model.language_model", "model"), part="decoder"),  # second path: transformers 5.18
+    LanguagePart(
+        paths=("model.language_model.embed_tokens", "model.embed_tokens"),  # second path: transformers 5.18
+        part="embeddings",
+    ),
+    LanguagePart(paths=("lm_head",), part="lm_head"),
+)
+
+# transformers 5.18 holds the towers on the thinker, not under ``model``.
 QWEN2_5_OMNI_THINKER = ArchitectureEntry(
     modules=(
-        tower("model.visual"),
-        projector("model.visual.merger"),
-        tower("model.audio_tower", modality="audio"),
-        projector("model.audio_tower.proj", modality="audio"),
+        tower("model.visual", "visual"),  # second path: transformers 5.18
+        projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
+        tower("model.audio_tower", "audio_tower", modality="audio"),  # second path: transformers 5.18
+        projector("model.audio_tower.proj", "audio_tower.proj", modality="audio"),  # second path: transformers 5.18
     ),
-    language_model=STANDARD_LANGUAGE,
+    language_model=OMNI_THINKER_LANGUAGE,
 )
 
 QWEN3_OMNI_THINKER = ArchitectureEntry(
     modules=(
-        tower("model.visual"),
-        projector("model.visual.merger"),
-        projector("model.visual.merger_list"),
-        tower("model.audio_tower", modality="audio"),
-        projector("model.audio_tower.proj1", modality="audio"),
-        projector("model.audio_tower.proj2", modality="audio"),
+        tower("model.visual", "visual"),  # second path: transformers 5.18
+        projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
+        projector("model.visual.merger_list", "visual.merger_list"),  # second path: transformers 5.18
+        tower("model.audio_tower", "audio_tower", modality="audio"),  # second path: transformers 5.18
+        projector("model.audio_tower.proj1", "audio_tower.proj1", modality="audio"),  # second path: transformers 5.18
+        projector("model.audio_tower.proj2", "audio_tower.proj2", modality="audio"),  # second path: transformers 5.18
     ),
-    language_model=STANDARD_LANGUAGE,
+    language_model=OMNI_THINKER_LANGUAGE,
 )
 
+
 def omni(thinker: ArchitectureEntry, *generators: str) -> ArchitectureEntry:
-    """A full Omni model: its thinker's modules under ``thinker.``, and the speech generators
-    (talker, code-to-waveform) as audio ``generator`` modules the text path never runs."""
+    """A full Omni model: its thinker's modules and language model under ``thinker.`` (with the
+    same alternative paths), and the speech generators (talker, code-to-waveform) as audio
+    ``generator`` modules the text path never runs."""
     return ArchitectureEntry(
         modules=tuple(
             decl(*(f"thinker.{p}" for p in d.paths), modality=d.modality, role=d.role) for d in thinker.modules
         )
         + tuple(decl(generator, modality="audio", role="generator") for generator in generators),
-        language_model=language("thinker.model.language_model", lm_head="thinker.lm_head"),
+        language_model=tuple(
+            LanguagePart(paths=tuple(f"thinker.{p}" for p in part.paths), part=part.part)
+            for part in thinker.language_model
+        ),
     )
 
 
