@@ -75,6 +75,7 @@ def snapshot(
     root = Path.cwd()
     try:
         recipes = find_recipes(paths)
+        _require_recipes_in_each(paths)
         for path in paths:
             recipe_key(path, root)
         request = RunRequest(
@@ -93,6 +94,13 @@ def snapshot(
     if not quiet:
         _print_summary(result, mode)
     raise SystemExit(exit_code_for(result))
+
+
+def _require_recipes_in_each(paths: tuple[Path, ...]) -> None:
+    """A folder without a single YAML file is a wrong path, not a clean check: usage error."""
+    for path in paths:
+        if path.is_dir() and not find_recipes([path]):
+            raise click.UsageError(f"{path} holds no YAML recipe (*.yaml, *.yml); check the path")
 
 
 def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:

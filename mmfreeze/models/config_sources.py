@@ -72,8 +72,11 @@ def _from_local_directory(model_id: str, recipe_dir: Path | None, *, source: str
 
 
 def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | None:
-    entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", registry_file_name(model_id))
-    text = _registry_text(registry_file_name(model_id))
+    file_name = _registry_names().get(registry_file_name(model_id).lower())
+    if file_name is None:
+        return None
+    entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", file_name)
+    text = _registry_text(file_name)
     if text is None:
         return None
     data = _parse_json(text, f"registry entry {entry.name}", source)
@@ -85,6 +88,14 @@ def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | 
         config=data["config"],
         provenance=data.get("provenance"),
     )
+
+
+@lru_cache(maxsize=1)
+def _registry_names() -> dict[str, str]:
+    """Lowercased file name -> the bundled file's name: the Hub matches model ids case-insensitively
+    (``google/gemma-3n-e4b-it`` is ``google/gemma-3n-E4B-it``), so the registry does too."""
+    folder = resources.files(REGISTRY_PACKAGE).joinpath("configs")
+    return {entry.name.lower(): entry.name for entry in folder.iterdir() if entry.name.endswith(".json")}
 
 
 @lru_cache(maxsize=None)

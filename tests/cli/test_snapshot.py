@@ -158,6 +158,13 @@ def test_missing_path_is_an_input_error(corpus: Path) -> None:
     assert result.returncode == ExitCode.INPUT_ERROR and "no such file" in result.stderr
 
 
+def test_a_folder_without_any_recipe_is_a_usage_error_not_a_clean_check(corpus: Path) -> None:
+    (corpus / "empty" / "notes").mkdir(parents=True)
+    (corpus / "empty" / "notes" / "README.md").write_text("no recipes here\n")
+    result = run(corpus, "recipes", "empty", "--check")
+    assert result.returncode == ExitCode.USAGE and "empty holds no YAML recipe" in result.stderr
+
+
 def test_warm_check_imports_neither_torch_nor_transformers(corpus: Path) -> None:
     code = (
         "import sys\nfrom mmfreeze.cli.main import cli\n"

@@ -32,3 +32,9 @@ def test_invalid_local_json_names_the_file_and_line(tmp_path: Path) -> None:
 
 def test_registry_file_names_cannot_collide_across_orgs() -> None:
     assert registry_file_name("a/b-c") != registry_file_name("a-b/c")
+
+
+def test_registry_ids_match_case_insensitively_as_the_hub_does() -> None:
+    found = find_model_config("google/gemma-3n-e4b-it")
+    assert found.kind == "registry" and found.location == "registry:google__gemma-3n-E4B-it.json"
+    assert found.config == find_model_config("google/gemma-3n-E4B-it").config
