@@ -60,3 +60,17 @@ class MigrationError(MmfreezeError):
 
 class SnapshotError(MmfreezeError):
     """Snapshot files are unreadable or inconsistent."""
+
+
+class FrozenSetMismatchError(MmfreezeError):
+    """A live model (or its optimizer, or another rank) does not match the recipe's accepted snapshot.
+
+    Raised by :func:`mmfreeze.verify_frozen_set`; ``details`` holds the structured findings
+    (:class:`mmfreeze.guard.report.GuardReport`) in the raising process, ``None`` after pickling.
+    """
+
+    def __init__(
+        self, message: str, *, source: str | None = None, key: str | None = None, details: object | None = None
+    ) -> None:
+        super().__init__(message, source=source, key=key)
+        self.details = details

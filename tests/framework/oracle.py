@@ -45,8 +45,11 @@ def _compiled_policy() -> Callable[..., None]:
     return namespace[POLICY]
 
 
-def framework_frozen_set(model: nn.Module, freeze_config: Any, peft: Mapping[str, Any] | None) -> frozenset[str]:
-    """Run the recipe's sections through the framework on ``model`` (mutated) and read what it froze.
+def framework_trainability(
+    model: nn.Module, freeze_config: Any, peft: Mapping[str, Any] | None
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Run the recipe's sections through the framework on ``model`` (mutated): its frozen and
+    trainable parameter names (adapters included).
 
     Raises whatever the framework raises for a section it rejects.
     """
@@ -57,7 +60,9 @@ def framework_frozen_set(model: nn.Module, freeze_config: Any, peft: Mapping[str
         apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
     parsed = model_utils.parse_freeze_config(freeze_config)
     trainability_policy()(model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
-    return frozenset(name for name, parameter in model.named_parameters() if not parameter.requires_grad)
+    named = list(model.named_parameters())
+    return (frozenset(name for name, parameter in named if not parameter.requires_grad),
+            frozenset(name for name, parameter in named if parameter.requires_grad))
 
 
 def installed_release() -> str:

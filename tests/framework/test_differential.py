@@ -26,7 +26,7 @@ from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 from tests.framework.cases import Case, cases_for
-from tests.framework.oracle import framework_frozen_set
+from tests.framework.oracle import framework_trainability
 
 pytestmark = pytest.mark.framework
 
@@ -66,12 +66,15 @@ def registry_models() -> list[Any]:
     return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
 
 
-def mmfreeze_frozen_set(structure: ModelStructure, case: Case) -> tuple[frozenset[str], str]:
-    """The snapshot path: compute, store as a snapshot, read back."""
+def mmfreeze_trainability(structure: ModelStructure, case: Case) -> tuple[frozenset[str], frozenset[str], str]:
+    """The snapshot path: compute, store as a snapshot, read back; frozen names, trainable names
+    (the rest of the trained structure, whose count the header must state) and the release."""
     result = compute_frozen_set(structure, case.document, source="case.yaml")
     snapshot = FrozenSetRecord.of(result, recipe="case.yaml").snapshot(recipe="case.yaml", model_id="m")
     stored = parse_snapshot(render_snapshot(snapshot))
-    return stored.frozen, stored.header.framework
+    trainable = frozenset(info.name for info in result.structure.parameters) - stored.frozen
+    assert stored.header.trainable_tensors == len(trainable)
+    return stored.frozen, trainable, stored.header.framework
 
 
 def check_case(name: str, structure: ModelStructure, case: Case, model_for_case) -> str | None:
@@ -79,28 +82,31 @@ def check_case(name: str, structure: ModelStructure, case: Case, model_for_case)
     if case.kind == "rejection":
         return _check_rejection(structure, case, model_for_case)
     framework_section = case.as_06_reads_it if case.kind == "pre-0.7" else case.freeze_config
-    expected = framework_frozen_set(model_for_case(), framework_section, case.peft)
+    expected = framework_trainability(model_for_case(), framework_section, case.peft)
     try:
-        actual, release = mmfreeze_frozen_set(structure, case)
+        *actual, release = mmfreeze_trainability(structure, case)
     except MmfreezeError as error:
         return f"mmfreeze rejected what the framework accepts: {error}"
     if case.kind == "pre-0.7" and not (release.startswith("nemo-automodel 0.6") and case.rejected_key in release):
         return f"expected 0.6 rules naming {case.rejected_key}, header says {release!r}"
-    if actual != expected:
-        return (f"{len(expected - actual)} frozen only by the framework (e.g. {sorted(expected - actual)[:3]}), "
-                f"{len(actual - expected)} only by mmfreeze (e.g. {sorted(actual - expected)[:3]})")
-    return None
+    return "; ".join(_difference(kind, want, got) for kind, want, got in zip(("frozen", "trainable"), expected, actual)
+                     if want != got) or None
+
+
+def _difference(kind: str, expected: frozenset[str], actual: frozenset[str]) -> str:
+    return (f"{len(expected - actual)} {kind} only by the framework (e.g. {sorted(expected - actual)[:3]}), "
+            f"{len(actual - expected)} {kind} only by mmfreeze (e.g. {sorted(actual - expected)[:3]})")
 
 
 def _check_rejection(structure: ModelStructure, case: Case, model_for_case) -> str | None:
     try:
-        framework_frozen_set(model_for_case(), case.freeze_config, case.peft)
+        framework_trainability(model_for_case(), case.freeze_config, case.peft)
     except (ValueError, TypeError):
         pass
     else:
         return "the framework accepted it"
     try:
-        mmfreeze_frozen_set(structure, case)
+        mmfreeze_trainability(structure, case)
     except MmfreezeError as error:
         message = str(error)
         if "case.yaml" not in message or case.rejected_key not in message:

@@ -1,0 +1,161 @@
+"""Every rank's verdict, shared through the process group's key-value store, with no collective.
+
+Under FSDP2 every rank holds its own parameter objects and ``requires_grad`` is per rank: code
+that runs on some ranks only (a rank-conditional freeze, a checkpoint load on one rank) can leave
+ranks training different sets. Each rank first compares its own view with the snapshot, which is
+the shared reference, so no rank needs another's parameters. To name the ranks that disagree,
+each rank then posts its verdict to the default process group's store (the TCPStore or FileStore
+that ``init_process_group`` met through) and waits, for at most ``timeout_s``, until all have:
+
+- no collective runs: store calls are requests to the store server, and the one wait has its own
+  deadline, so a rank that crashed, hangs or never calls the guard becomes an error naming it
+  after ``timeout_s``, never a hang;
+- every rank ends with the same picture: the ranks that disagree (with a one-line summary each),
+  those that agree, those that did not report. If any rank disagrees every rank raises, so no
+  rank goes on into a first step that a failed peer will never join;
+- the success path costs a few store round trips (no tensor, no gloo or NCCL traffic);
+- each call is a round numbered by a per-rank counter kept in the store, so calling the guard
+  again (after loading a checkpoint) starts a fresh round; every rank calls it the same number of
+  times.
+
+When the store cannot be used (or this torch has no default store), the rank warns and keeps its
+own verdict: the exchange adds information, it never replaces the local check.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+KEY_PREFIX = "mmfreeze/verify_frozen_set"
+DEFAULT_PEER_TIMEOUT_S = 300.0
+"""How long a rank waits for the others' verdicts: generous, since ranks reach the guard after
+set-up steps whose length differs between ranks; a missing rank only delays the error."""
+SUMMARIES_READ = 4
+"""Other ranks' one-line summaries read back (every disagreeing rank is named regardless)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankContext:
+    rank: int
+    world_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankVerdict:
+    rank: int
+    agrees: bool
+    summary: str = ""
+    """What differs on this rank, in one line (empty when it agrees)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankReport:
+    """Every rank's verdict as this rank read it after the round."""
+
+    rank: int
+    world_size: int
+    disagreeing: tuple[int, ...]
+    summaries: Mapping[int, str]
+    """Rank -> its summary, for the first :data:`SUMMARIES_READ` disagreeing ranks."""
+    missing: tuple[int, ...]
+    """Ranks that had not posted a verdict when the wait ended."""
+    timeout_s: float
+
+    @property
+    def agreeing(self) -> tuple[int, ...]:
+        return tuple(r for r in range(self.world_size) if r not in self.disagreeing and r not in self.missing)
+
+    @property
+    def all_agree(self) -> bool:
+        return not (self.disagreeing or self.missing)
+
+
+def current_ranks() -> RankContext | None:
+    """This process's rank in the default process group, or ``None`` outside one."""
+    import torch.distributed as dist  # torch is imported already: the model is a torch module
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    return RankContext(rank=dist.get_rank(), world_size=dist.get_world_size())
+
+
+def exchange_verdicts(
+    verdict: RankVerdict, world_size: int, *, timeout_s: float, wait: bool = True
+) -> RankReport | None:
+    """Post ``verdict``; with ``wait``, read every rank's once all posted or ``timeout_s`` passed.
+
+    ``None`` without ``wait``, or when the store cannot be used (with a warning).
+    """
+    try:
+        store = _default_store()
+        base = _post(store, verdict, world_size)
+        if not wait:
+            return None
+        complete = _wait_for_all(store, base, timeout_s)
+        return _read(store, base, verdict.rank, world_size, complete=complete, timeout_s=timeout_s)
+    except (RuntimeError, ValueError) as error:  # the store is unreachable, or there is none
+        warnings.warn(
+            f"mmfreeze.verify_frozen_set: could not compare with the other ranks through the process "
+            f"group's store ({type(error).__name__}: {error}); rank {verdict.rank} was checked alone",
+            RuntimeWarning, stacklevel=3,
+        )
+        return None
+
+
+def _default_store() -> Any:
+    from torch.distributed import distributed_c10d
+
+    # Private, but the only way to reach the store the job already met through (no public accessor).
+    get_store = getattr(distributed_c10d, "_get_default_store", None)
+    if get_store is None:
+        raise RuntimeError("this torch has no torch.distributed.distributed_c10d._get_default_store")
+    return get_store()
+
+
+def _post(store: Any, verdict: RankVerdict, world_size: int) -> str:
+    """Post this rank's verdict in its next round; the last rank to post marks the round complete."""
+    round_number = store.add(f"{KEY_PREFIX}/calls/{verdict.rank}", 1)
+    base = f"{KEY_PREFIX}/{round_number}"
+    if not verdict.agrees:
+        store.set(f"{base}/summary/{verdict.rank}", verdict.summary)
+        store.append(f"{base}/disagreeing", f"{verdict.rank},")
+    store.append(f"{base}/arrived", f"{verdict.rank},")
+    if store.add(f"{base}/count", 1) == world_size:
+        store.set(f"{base}/complete", "1")
+    return base
+
+
+def _wait_for_all(store: Any, base: str, timeout_s: float) -> bool:
+    try:
+        store.wait([f"{base}/complete"], timedelta(seconds=timeout_s))
+    except RuntimeError:  # the deadline passed (DistStoreError; a FileStore raises RuntimeError)
+        return False
+    return True
+
+
+def _read(store: Any, base: str, rank: int, world_size: int, *, complete: bool, timeout_s: float) -> RankReport:
+    disagreeing = _ranks_at(store, f"{base}/disagreeing")
+    summaries = {other: _summary(store, base, other) for other in disagreeing[:SUMMARIES_READ]}
+    arrived = set(_ranks_at(store, f"{base}/arrived"))
+    missing = () if complete else tuple(r for r in range(world_size) if r not in arrived)
+    return RankReport(
+        rank=rank, world_size=world_size, disagreeing=disagreeing, summaries=summaries,
+        missing=missing, timeout_s=timeout_s,
+    )
+
+
+def _summary(store: Any, base: str, rank: int) -> str:
+    key = f"{base}/summary/{rank}"
+    return store.get(key).decode("utf-8", "replace") if store.check([key]) else "(no summary posted)"
+
+
+def _ranks_at(store: Any, key: str) -> tuple[int, ...]:
+    """The ranks appended to ``key`` as ``"3,0,"`` (never blocks: an absent key is no ranks)."""
+    if not store.check([key]):
+        return ()
+    text = store.get(key).decode("ascii")
+    return tuple(sorted({int(part) for part in text.split(",") if part}))

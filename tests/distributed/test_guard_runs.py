@@ -1,0 +1,109 @@
+"""The runtime guard under real FSDP2: 2 CPU processes, gloo, the tiny Llava with real weights.
+
+Every rank checks its own sharded model (DTensor parameters) against the snapshot and posts its
+verdict through the process group's store; there is no collective. A faithful run passes and
+trains a step; when one rank's freezing differs, both ranks fail naming the rank that disagrees;
+when one rank never reaches the guard, the other fails naming it at the deadline instead of
+hanging. The worker's process group has a timeout, the run a hard deadline, pytest a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.distributed.guard_worker import GUARD_SCENARIOS, RECIPE, TAMPERED
+from tests.distributed.tiny_vlms import build_tiny
+from tests.guard.helpers import TINY_FREEZE, write_snapshot
+
+WORKER = Path(__file__).with_name("guard_worker.py")
+REPO = Path(__file__).resolve().parents[2]
+DEADLINE_S = 150
+
+pytestmark = pytest.mark.slow
+
+
+def run_ranks(scenarios: list[str], out: Path, work: Path, *, pg_timeout_s: float, deadline_s: float) -> dict:
+    """Start both ranks, wait up to ``deadline_s``, kill what is left; results and exit codes."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.monotonic()
+    arguments = [str(out / "store"), str(out), str(pg_timeout_s), str(work), *scenarios]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), "2", *arguments],
+            stdout=(out / f"log{rank}").open("w"), stderr=subprocess.STDOUT, env=env,
+        )
+        for rank in range(2)
+    ]
+    killed = []
+    for rank, proc in enumerate(procs):
+        try:
+            proc.wait(timeout=max(0.1, deadline_s - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            killed.append(rank)
+    results = {
+        (name, rank): json.loads(path.read_text())
+        for name in scenarios for rank in range(2)
+        if (path := out / f"{name}.rank{rank}.json").exists()
+    }
+    return {"results": results, "codes": [p.returncode for p in procs], "killed": killed,
+            "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="module")
+def guard_runs(tmp_path_factory):
+    work = tmp_path_factory.mktemp("guard_work")
+    write_snapshot(build_tiny("llava"), {"freeze_config": TINY_FREEZE}, work, RECIPE)
+    out = tmp_path_factory.mktemp("guard_out")
+    run = run_ranks(list(GUARD_SCENARIOS), out, work, pg_timeout_s=30, deadline_s=DEADLINE_S)
+    assert run["codes"] == [0, 0], f"worker exit codes {run['codes']}, killed {run['killed']}"
+    return run
+
+
+def outcome(run: dict, name: str, rank: int) -> dict:
+    return run["results"][(name, rank)]
+
+
+@pytest.mark.timeout(200)
+def test_faithful_sharded_ranks_pass_and_train_a_step(guard_runs):
+    for rank in range(2):
+        result = outcome(guard_runs, "faithful", rank)
+        assert "error" not in result, result.get("traceback")
+        assert result["tampered_is_dtensor"]
+        verified = result["verified"]
+        assert (verified["rank"], verified["world_size"], verified["ranks_compared"]) == (rank, 2, True)
+        assert verified["snapshot"] == f"snapshots/{RECIPE}.frozen.txt" and verified["optimizer_checked"]
+
+
+@pytest.mark.timeout(200)
+def test_one_rank_with_different_freezing_fails_both_ranks_naming_it(guard_runs):
+    """Rank 1 sets one frozen tower weight (a DTensor) trainable after sharding: rank 1's error names
+    the weight, its module and itself; rank 0's says rank 0 agrees and rank 1 does not."""
+    rank0, rank1 = (outcome(guard_runs, "one_rank_unfreezes", rank) for rank in range(2))
+    assert rank0["error_type"] == rank1["error_type"] == "FrozenSetMismatchError"
+    assert f"does not match the accepted snapshot snapshots/{RECIPE}.frozen.txt on rank 1 of 2" in rank1["error"]
+    assert f"    model.vision_tower (vision tower): 1 tensor / 2,048 params\n      {TAMPERED}\n" in rank1["error"]
+    assert "  ranks that disagree: 1 (this rank)\n" in rank1["error"] and "  ranks that agree: 0\n" in rank1["error"]
+    assert "this rank (0) matches the accepted snapshot" in rank0["error"]
+    assert (f"  ranks that disagree: 1\n    rank 1: 1 newly trainable (e.g. {TAMPERED}); "
+            "optimizer: 1 trainable missed\n") in rank0["error"]
+    assert "  ranks that agree: 0 (this rank)\n" in rank0["error"]
+    assert max(rank0["seconds"], rank1["seconds"]) < 60
+
+
+@pytest.mark.timeout(200)
+def test_a_rank_that_never_reaches_the_guard_is_named_at_the_deadline(guard_runs):
+    rank0, rank1 = (outcome(guard_runs, "one_rank_skips_the_guard", rank) for rank in range(2))
+    assert rank1 == {"skipped": True, "seconds": rank1["seconds"]}
+    assert rank0["error_type"] == "FrozenSetMismatchError"
+    assert "  ranks that did not report within 3 s: 1\n  ranks that agree: 0 (this rank)\n" in rank0["error"]
+    assert "call verify_frozen_set on every rank, the same number of times" in rank0["error"]
+    assert rank0["seconds"] < 30
+    assert guard_runs["seconds"] < DEADLINE_S

@@ -1,0 +1,78 @@
+"""Finding the accepted snapshot: where `mmfreeze snapshot` keeps it, or the path given; clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.exceptions import SnapshotError
+from mmfreeze.freeze.apply import apply_legacy_freeze_config
+from mmfreeze.guard import verify_frozen_set
+from mmfreeze.guard.locate import find_snapshot, read_snapshot
+from mmfreeze.models.loader import build_recipe_model, find_recipe_config
+from mmfreeze.recipes.recipe import load_recipe
+from tests.cli.test_explain import TINY_LLAVA
+from tests.cli.test_snapshot import run, write_recipe
+from tests.guard.helpers import FINETUNE, REPO, committed_snapshot
+
+
+def test_the_snapshot_written_by_mmfreeze_snapshot_is_the_one_found_by_default(tmp_path, monkeypatch):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
+    write_recipe(tmp_path / "recipes" / "vlm" / "a.yaml", language=False)
+    written = run(tmp_path, "recipes/vlm/a.yaml", "--update")
+    assert written.returncode == ExitCode.OK, written.stdout + written.stderr
+    monkeypatch.chdir(tmp_path)
+    recipe = load_recipe(Path("recipes/vlm/a.yaml"))
+    model = build_recipe_model(recipe, find_recipe_config(recipe))
+    apply_legacy_freeze_config(model, recipe.freeze_config)  # the runtime freezing training calls
+
+    result = verify_frozen_set(model, "recipes/vlm/a.yaml")
+
+    assert result.snapshot == Path("snapshots/recipes/vlm/a.yaml.frozen.txt")
+    assert (tmp_path / result.snapshot).is_file() and result.frozen_tensors > 0
+
+
+def test_default_lookup_is_relative_to_the_working_directory(monkeypatch):
+    monkeypatch.chdir(REPO / "example_configs")
+
+    assert find_snapshot(Path("vlm_finetune/a.yaml"), None) == Path("snapshots/vlm_finetune/a.yaml.frozen.txt")
+    assert find_snapshot(Path("vlm_finetune/a.yaml"), "custom/x.txt") == Path("custom/x.txt")
+
+
+def test_a_recipe_outside_the_working_directory_says_where_to_run_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(SnapshotError, match="lies outside .*; run from a folder that contains it"):
+        find_snapshot(REPO / FINETUNE, None)
+
+
+def test_missing_snapshot_names_the_recipe_the_path_and_the_command_that_makes_it(tmp_path):
+    recipe = tmp_path / "recipes" / "new.yaml"
+
+    with pytest.raises(SnapshotError) as caught:
+        read_snapshot(tmp_path / "snapshots" / "recipes" / "new.yaml.frozen.txt", recipe=recipe)
+
+    assert caught.value.source == str(recipe)
+    assert f"no accepted snapshot at {tmp_path}/snapshots/recipes/new.yaml.frozen.txt" in caught.value.message
+    assert f"`mmfreeze snapshot --update {recipe}`" in caught.value.message
+
+
+def test_the_snapshot_of_another_recipe_is_refused(tmp_path):
+    other = committed_snapshot(FINETUNE)
+
+    with pytest.raises(SnapshotError, match=f"is the snapshot of {FINETUNE}, not of this recipe"):
+        read_snapshot(other, recipe=tmp_path / "cord_v3.yaml")
+
+
+def test_an_unparsable_snapshot_is_a_snapshot_error_naming_the_file(tmp_path):
+    broken = tmp_path / "x.yaml.frozen.txt"
+    broken.write_text("not a snapshot\n")
+
+    with pytest.raises(SnapshotError) as caught:
+        read_snapshot(broken, recipe=tmp_path / "x.yaml")
+
+    assert caught.value.source == str(broken)
