@@ -12,15 +12,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.models.batch import build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.snapshots.format import Snapshot
-from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord, frozen_set_key
+from mmfreeze.snapshots.frozen_cache import (
+    CachedComputation,
+    FailedComputation,
+    FrozenSetCache,
+    FrozenSetRecord,
+    frozen_set_key,
+)
 from mmfreeze.versions import code_fingerprint
 
 
@@ -32,12 +39,21 @@ class LoadingOptions:
     cache: StructureCache
     frozen_sets: FrozenSetCache
     allow_network: bool = False
+    root: Path | None = None
+    """The repository root messages name recipes from (default: the working directory)."""
+    configs_dir: Path | None = None
+    """The repository's model-config folder (``[tool.mmfreeze] configs``)."""
+    documents: YamlDocuments = field(default_factory=YamlDocuments)
+    """The run's parsed YAML, shared with discovery: each file is parsed once."""
     recipes: dict[Path, Recipe] = field(default_factory=dict)
     """Recipes already parsed in this run, by path."""
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:
-            self.recipes[path] = load_recipe(path, allowed_targets=self.allowed_targets)
+            self.recipes[path] = load_recipe(
+                path, allowed_targets=self.allowed_targets, root=self.root, configs_dir=self.configs_dir,
+                documents=self.documents,
+            )
         return self.recipes[path]
 
     def structure_key(self, recipe: Recipe) -> str:
@@ -100,12 +116,25 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
 
 
 def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:
+    """The recipe's cached computation, computed and stored first when missing; a stored failure
+    is raised again, restated for this recipe."""
     memo_key = options.frozen_set_key(recipe)
     record = options.frozen_sets.get(memo_key)
     if record is None:
-        record = FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
+        record = _computed_or_failed(recipe, options)
         options.frozen_sets.put(memo_key, record)
+    if isinstance(record, FailedComputation):
+        raise record.error(recipe=recipe.display_path)
     return record
+
+
+def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComputation:
+    try:
+        return FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
+    except ConfigSourceError:
+        raise  # where a config is found depends on files outside the key: never cached
+    except MmfreezeError as error:  # everything else is decided by the key: the model, the sections, the code
+        return FailedComputation.of(error)
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:

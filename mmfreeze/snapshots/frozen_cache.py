@@ -5,6 +5,10 @@ key), the recipe sections the engine reads, and mmfreeze's own code (resolver ta
 freezing engines, LoRA injection). The key covers all three, the code through a hash of the
 package source: a stale entry would hide exactly the change a snapshot exists to catch, such as
 a table edit that moves a parameter to another role.
+
+A computation that fails for a reason the key determines (transformers cannot build the config, a
+section does not validate) is stored under the same key as a :class:`FailedComputation`, so a warm
+run reports it again without rebuilding the model.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
 
-RECORD_FORMAT_VERSION = 2
+RECORD_FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +84,31 @@ class FrozenSetRecord:
         return cls(**{**fields, "lines": tuple(data["lines"])})
 
 
+@dataclass(frozen=True, kw_only=True)
+class FailedComputation:
+    """A deterministic failure of one frozen-set computation: the error, without its recipe."""
+
+    error_type: str
+    """The :mod:`mmfreeze.exceptions` class name."""
+    message: str
+    key: str | None = None
+
+    @classmethod
+    def of(cls, error: exceptions.MmfreezeError) -> FailedComputation:
+        return cls(error_type=type(error).__name__, message=error.message, key=error.key)
+
+    def error(self, *, recipe: str) -> exceptions.MmfreezeError:
+        """The error again, restated for ``recipe`` (recipes sharing a computation share it)."""
+        error_type = getattr(exceptions, self.error_type, exceptions.MmfreezeError)
+        return error_type(self.message, source=recipe, key=self.key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "failed": True, "format": RECORD_FORMAT_VERSION}
+
+
+CachedComputation = FrozenSetRecord | FailedComputation
+
+
 def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
     reads, and the code that reads them."""
@@ -87,13 +117,17 @@ def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerp
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-class FrozenSetCache(DiskCache[FrozenSetRecord]):
-    """Frozen-set records by :func:`frozen_set_key`."""
+class FrozenSetCache(DiskCache[CachedComputation]):
+    """Frozen-set records, or the deterministic failure, by :func:`frozen_set_key`."""
 
     kind = "frozen_sets"
 
-    def encode(self, value: FrozenSetRecord) -> Any:
+    def encode(self, value: CachedComputation) -> Any:
         return value.to_json()
 
-    def decode(self, data: Any) -> FrozenSetRecord:
+    def decode(self, data: Any) -> CachedComputation:
+        if data.get("failed"):
+            if data.get("format") != RECORD_FORMAT_VERSION:
+                raise ValueError(f"failure record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
+            return FailedComputation(error_type=data["error_type"], message=data["message"], key=data["key"])
         return FrozenSetRecord.from_json(data)

@@ -175,6 +175,30 @@ def test_warm_check_imports_neither_torch_nor_transformers(corpus: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_recipe_that_cannot_build_is_reported_again_from_the_cache_without_torch(corpus: Path) -> None:
+    """The failure is decided by the recipe's model and sections, so a warm run reads it back
+    instead of building the model again (which imports torch and takes seconds)."""
+    (corpus / "broken").mkdir()
+    (corpus / "broken" / "config.json").write_text(json.dumps({**TINY_LLAVA, "text_config": {
+        **TINY_LLAVA["text_config"], "num_attention_heads": 5}}))  # 64 is not divisible by 5
+    (corpus / "recipes" / "vlm" / "broken.yaml").write_text(RECIPE.format(ckpt="../../broken", language="false"))
+    cold = run(corpus, "recipes", "--check")
+    assert cold.returncode == ExitCode.INPUT_ERROR and "recipes/vlm/broken.yaml" in cold.stdout
+    code = (
+        "import sys\nfrom mmfreeze.cli.main import cli\n"
+        "try:\n    cli(['snapshot', 'recipes', '--check', '-q'])\nexcept SystemExit as e:\n    print('exit', int(e.code))\n"
+        "print('heavy' if {'torch', 'transformers'} & set(sys.modules) else 'light')\n"
+    )
+    warm = subprocess.run([sys.executable, "-c", code], cwd=corpus, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CI": "true"})
+    assert warm.stdout.split()[-3:] == ["exit", str(int(ExitCode.INPUT_ERROR)), "light"], warm.stdout + warm.stderr
+    assert _input_error_lines(warm.stdout) == _input_error_lines(cold.stdout)
+
+
+def _input_error_lines(report: str) -> list[str]:
+    return [line for line in report.splitlines() if "input error" in line]
+
+
 def test_warm_check_reads_cached_frozen_sets_and_no_structure(corpus: Path) -> None:
     cache = corpus / "cache"
     assert run(corpus, "recipes", "--check", "--cache-dir", str(cache)).returncode == ExitCode.OK
