@@ -20,7 +20,7 @@ from mmfreeze.models.loader import load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
-from mmfreeze.snapshots.format import Snapshot
+from mmfreeze.snapshots.format import Snapshot, describe_config_source
 from mmfreeze.snapshots.frozen_cache import (
     CachedComputation,
     FailedComputation,
@@ -111,7 +111,9 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     """
     recipe = options.recipe(path)
     record = _record(recipe, options)
-    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id)
+    source = structure_source(recipe, allow_network=options.allow_network)[0]
+    config = describe_config_source(source.kind, source.provenance)
+    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id, config=config)
     return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
 
 

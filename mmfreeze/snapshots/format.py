@@ -6,6 +6,7 @@ Example::
     format: 2
     recipe: example_configs/vlm_finetune/qwen2_5_vl/cord_v2.yaml
     model_id: Qwen/Qwen2.5-VL-3B-Instruct
+    config: registry (published)
     architecture: Qwen2_5_VLForConditionalGeneration
     framework: nemo-automodel 0.7
     transformers: 5.24.0
@@ -47,6 +48,9 @@ class SnapshotHeader:
     recipe: str
     """Recipe path relative to the snapshot run's root, ``/``-separated."""
     model_id: str
+    config: str
+    """Where the model config came from and how faithful it is to the published checkpoint's:
+    ``registry (published|partial|default)``, ``hf-cache (published)``, ``local``, ..."""
     architecture: str
     """Class name of the built model."""
     framework: str
@@ -78,7 +82,8 @@ _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
 def render_snapshot(snapshot: Snapshot) -> str:
     """The file text; identical input gives identical bytes."""
     header = snapshot.header
-    for value in (header.recipe, header.model_id, header.architecture, header.framework, header.transformers):
+    for value in (header.recipe, header.model_id, header.config, header.architecture, header.framework,
+                  header.transformers):
         _check_storable(value, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]
@@ -90,6 +95,19 @@ def render_snapshot(snapshot: Snapshot) -> str:
 def _check_storable(value: str, recipe: str | None) -> None:
     if _LINE_BREAKS & set(value) or not value:
         raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=recipe)
+
+
+FIDELITY = {"checkpoint": "published", "partial": "partial", "transformers-default": "default"}
+"""Registry provenance -> what a reviewer needs to know: are these the published checkpoint's values?"""
+DOWNLOADED_KINDS = frozenset({"hf-cache", "hub"})
+
+
+def describe_config_source(kind: str, provenance: str | None) -> str:
+    """``registry (published)``; a config from the Hub (or its cache) is the published one, a
+    local file is whatever the user gave."""
+    if provenance is not None:
+        return f"{kind} ({FIDELITY.get(provenance, provenance)})"
+    return f"{kind} (published)" if kind in DOWNLOADED_KINDS else kind
 
 
 def body_lines(frozen: frozenset[str], *, recipe: str | None) -> tuple[str, ...]:

@@ -59,10 +59,13 @@ class FrozenSetRecord:
             trainable_parameters=structure.total_numel - frozen_numel,
         )
 
-    def snapshot(self, *, recipe: str, model_id: str) -> Snapshot:
+    def snapshot(self, *, recipe: str, model_id: str, config: str) -> Snapshot:
+        """The snapshot of one recipe sharing this computation (``config``: where its model
+        config came from, see :func:`mmfreeze.snapshots.format.describe_config_source`)."""
         header = SnapshotHeader(
             recipe=recipe,
             model_id=model_id,
+            config=config,
             architecture=self.architecture,
             framework=self.framework,
             transformers=self.transformers,

@@ -64,7 +64,7 @@ def write_snapshot(model: torch.nn.Module, document: Mapping[str, Any], root: Pa
     (root / recipe_key).parent.mkdir(parents=True, exist_ok=True)
     (root / recipe_key).write_text("model: {}\n")
     result = compute_frozen_set(structure_of(model), document, source=recipe_key)
-    snapshot = FrozenSetRecord.of(result, recipe=recipe_key).snapshot(recipe=recipe_key, model_id="tiny")
+    snapshot = FrozenSetRecord.of(result, recipe=recipe_key).snapshot(recipe=recipe_key, model_id="tiny", config="local")
     path = snapshot_path(root / recipe_key, root, root / DEFAULT_SNAPSHOT_DIR)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_snapshot(snapshot), encoding="utf-8")

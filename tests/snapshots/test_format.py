@@ -6,7 +6,7 @@ from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.format import FORMAT_VERSION, Snapshot, SnapshotHeader, body_lines, parse_snapshot, render_snapshot
 
 HEADER = SnapshotHeader(
-    recipe="example_configs/vlm/x.yaml", model_id="org/model", architecture="LlavaForConditionalGeneration",
+    recipe="example_configs/vlm/x.yaml", model_id="org/model", config="registry (published)", architecture="LlavaForConditionalGeneration",
     framework="nemo-automodel 0.7", transformers="5.24.0", frozen_tensors=3, trainable_tensors=1, frozen_parameters=30, trainable_parameters=10,
 )
 
@@ -42,3 +42,15 @@ def test_another_format_version_is_rejected_with_the_fix() -> None:
 def test_names_with_line_breaks_cannot_be_stored() -> None:
     with pytest.raises(SnapshotError):
         render_snapshot(snapshot_of(HEADER, frozenset({"a\nb"})))
+
+
+@pytest.mark.parametrize(
+    ("kind", "provenance", "described"),
+    [("registry", "checkpoint", "registry (published)"), ("registry", "partial", "registry (partial)"),
+     ("registry", "transformers-default", "registry (default)"), ("hf-cache", None, "hf-cache (published)"),
+     ("local", None, "local")],
+)
+def test_the_config_source_says_how_faithful_the_config_is(kind: str, provenance: str | None, described: str) -> None:
+    from mmfreeze.snapshots.format import describe_config_source
+
+    assert describe_config_source(kind, provenance) == described

@@ -18,7 +18,7 @@ def record() -> FrozenSetRecord:
 
 
 def test_record_carries_the_snapshot_counts_and_stored_names() -> None:
-    snapshot = record().snapshot(recipe="cfg/r.yaml", model_id="org/toy")
+    snapshot = record().snapshot(recipe="cfg/r.yaml", model_id="org/toy", config="registry (published)")
     assert snapshot.frozen == {"a.weight"} and snapshot.lines == ("a.weight",)
     assert (snapshot.header.frozen_tensors, snapshot.header.frozen_parameters, snapshot.header.trainable_tensors) == (1, 6, 0)
     assert (snapshot.header.recipe, snapshot.header.model_id, snapshot.header.architecture) == ("cfg/r.yaml", "org/toy", "Toy")
