@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,8 +12,18 @@ from mmfreeze.disk_cache import DiskCache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.versions import transformers_version_warning
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+PIPED_WIDTH = 1_000
+"""Output that is not a terminal is read by tools and logs: tables get room for whole module
+paths instead of rich's 80-column default, which cuts them."""
+
+
+def _console(stream: TextIO, *, stderr: bool) -> Console:
+    width = None if stream.isatty() else PIPED_WIDTH
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
+out = _console(sys.stdout, stderr=False)
+err = _console(sys.stderr, stderr=True)
 
 
 def report_error(error: MmfreezeError) -> None:

@@ -11,14 +11,14 @@ from rich.progress import Progress
 
 from mmfreeze.cli.console import err, out, report_error, warn, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import model_loading_options, workers_option
+from mmfreeze.cli.options import model_loading_options, recipe_finder, repository_settings, workers_option
+from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_recipes_in_each
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.batch import start_workers
-from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
-from mmfreeze.snapshots.render import RENDERERS
+from mmfreeze.snapshots.render import RENDERERS, render_markdown
 from mmfreeze.snapshots.results import SnapshotRunResult
 from mmfreeze.snapshots.run import Mode, RunRequest, run_snapshots
 
@@ -58,28 +58,32 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--update", is_flag=True, help="Accept every change: write changed and new snapshots, delete orphans.")
 @click.option("--check", is_flag=True, help="Write nothing; fail on any change, missing or orphaned snapshot (default when $CI is set).")
-@click.option("--snapshot-dir", type=click.Path(path_type=Path, file_okay=False), default=Path(DEFAULT_SNAPSHOT_DIR), show_default=True, help="Snapshot folder; each recipe's file is <dir>/<recipe path>.frozen.txt.")
+@click.option("--snapshot-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=f"Snapshot folder; each recipe's file is <dir>/<recipe path from the repository root>.frozen.txt (default: [tool.mmfreeze] snapshots, else {DEFAULT_SNAPSHOT_DIR}/ in the repository root).")
 @click.option("--report", "report_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True, help="Report format: text for a terminal, markdown for a pull-request comment, json for machines.")
-@click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output.")
+@click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output; a Markdown report is then whole, not cut to fit a pull-request comment.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary line.")
 @workers_option
 @model_loading_options
 def snapshot(
-    paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path, report_format: str,
+    paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path | None, report_format: str,
     report_file: Path | None, quiet: bool, workers: int | None, allow_network: bool,
-    allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
+    allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
     warn_on_transformers_version()
     mode = pick_mode(update, check)
-    root = Path.cwd()
+    settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets)
+    finder = recipe_finder(settings)
     try:
-        recipes = find_recipes(paths)
-        _require_recipes_in_each(paths)
+        discovery = finder.discover(paths)
+        recipes = discovery.recipes
+        require_recipes_in_each(paths, discovery)
         for path in paths:
-            recipe_key(path, root)
+            recipe_key(path, settings.root)
         request = RunRequest(
-            paths=paths, root=root, snapshot_dir=snapshot_dir, mode=mode, allow_targets=allow_targets,
+            paths=paths, root=settings.root, snapshot_dir=settings.snapshots, mode=mode,
+            allow_targets=tuple(f"{t}={a}" for t, a in settings.allow_targets.items()), configs_dir=settings.configs,
+            exclude=settings.exclude, documents=finder.documents,
             cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network, workers=workers,
         )
         if recipes and FrozenSetCache(cache_directory(cache_dir, no_cache)).is_empty():
@@ -90,23 +94,26 @@ def snapshot(
         raise SystemExit(ExitCode.INPUT_ERROR) from None
     for message in result.warnings:
         warn(message)
-    _emit(RENDERERS[report_format](result.outcomes, result.orphans), report_format, report_file)
+    _emit(_report_text(result, report_format, whole=report_file is not None), report_format, report_file)
     if not quiet:
         _print_summary(result, mode)
+        print_skipped(discovery, settings)
+    if result.missing_configs:
+        report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
-
-
-def _require_recipes_in_each(paths: tuple[Path, ...]) -> None:
-    """A folder without a single YAML file is a wrong path, not a clean check: usage error."""
-    for path in paths:
-        if path.is_dir() and not find_recipes([path]):
-            raise click.UsageError(f"{path} holds no YAML recipe (*.yaml, *.yml); check the path")
 
 
 def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:
     with Progress(console=err, transient=True, disable=not show) as progress:
         task = progress.add_task("checking snapshots", total=total)
         return run_snapshots(request, on_progress=lambda done, _: progress.update(task, completed=done))
+
+
+def _report_text(result: SnapshotRunResult, report_format: str, *, whole: bool) -> str:
+    """Markdown on standard output is a pull-request comment (bounded); a report file gets it all."""
+    if report_format == "markdown" and whole:
+        return render_markdown(result.outcomes, result.orphans, limit=None)
+    return RENDERERS[report_format](result.outcomes, result.orphans)
 
 
 def _emit(text: str, report_format: str, report_file: Path | None) -> None:

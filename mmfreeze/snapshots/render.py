@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 
+from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.snapshots.diff import ModuleGroup, RecipeChange
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
@@ -19,7 +20,7 @@ STATUS_TITLES = {
 
 
 def _count(tensors: int, parameters: int) -> str:
-    return f"{tensors:,} tensors / {parameters:,} params"
+    return f"{tensors:,} tensors / {parameters:,} parameters"
 
 
 def _text_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
@@ -108,8 +109,11 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
     yield "</details>\n"
 
 
-def render_markdown(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
-    """A pull-request comment: summary table first, each recipe's details folded."""
+def render_markdown(
+    outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan], *, limit: int | None = COMMENT_LIMIT
+) -> str:
+    """A pull-request comment: summary table first, each recipe's details folded; within
+    ``limit`` characters (``None``: the whole report, for ``--report-file``)."""
     shown = [outcome for outcome in outcomes if outcome.status != "passed"]
     lines = ["### mmfreeze: frozen-parameter changes", ""]
     if not shown and not orphans:
@@ -118,9 +122,10 @@ def render_markdown(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]
     lines += [_md_summary_row(outcome) for outcome in shown]
     lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot | | |" for o in orphans]
     lines.append(f"\n{len(outcomes) - len(shown)} other recipes unchanged.\n")
-    for outcome in shown:
-        lines.extend(_md_details(outcome))
-    return "\n".join(lines)
+    details = ["\n".join(_md_details(outcome)) for outcome in shown]
+    if limit is None:
+        return "\n".join([*lines, *details])
+    return fit_comment("\n".join(lines), details, limit=limit)
 
 
 RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}

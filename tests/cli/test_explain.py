@@ -76,3 +76,12 @@ def test_explain_reports_a_selector_that_matches_nothing_as_an_input_error(recip
     result = CliRunner().invoke(cli, ["explain", str(recipe)])
     assert result.exit_code == ExitCode.INPUT_ERROR
     assert "freeze_config.freeze_modules[0]" in result.output and "matches no parameter" in result.output
+
+
+def test_piped_text_output_keeps_every_module_path_whole(recipe: Path) -> None:
+    """Not a terminal: no path is cut to fit 80 columns (CliRunner's output is not a TTY)."""
+    paths = [m["path"] for m in json.loads(CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"]).stdout)["multimodal_modules"]]
+    long_name = recipe.with_name("a_recipe_name_long_enough_to_need_more_than_eighty_columns_in_any_table.yaml")
+    long_name.write_text(recipe.read_text())
+    text = CliRunner().invoke(cli, ["explain", str(long_name)]).output
+    assert paths and all(path in text for path in paths) and long_name.name in text and "…" not in text

@@ -29,7 +29,7 @@ def test_markdown_puts_the_summary_table_before_folded_details() -> None:
 
 def test_text_names_the_recipe_the_group_counts_and_the_orphan() -> None:
     text = render_text(OUTCOMES, ORPHANS)
-    assert "cfg/a|b.yaml: changed" in text and "newly frozen: 2 tensors / 12 params" in text
+    assert "cfg/a|b.yaml: changed" in text and "newly frozen: 2 tensors / 12 parameters" in text
     assert "cfg/ok.yaml" not in text and "recipe cfg/gone.yaml is gone" in text
 
 
@@ -37,3 +37,29 @@ def test_json_has_counts_and_full_names() -> None:
     data = json.loads(render_json(OUTCOMES, ORPHANS))
     assert data["summary"]["changed"] == 1 and data["summary"]["orphaned"] == 1
     assert data["recipes"][0]["change"]["newly_frozen"][0]["names"] == list(CHANGE.newly_frozen[0].names)
+
+
+def _many_changes(count: int) -> list[RecipeOutcome]:
+    names = tuple(f"model.vision_tower.blocks.{i}.mlp.fc{j}.weight" for i in range(40) for j in range(8))
+    group = ModuleGroup(label="model.vision_tower (vision tower)", tensors=len(names), parameters=10**9, names=names)
+    return [
+        RecipeOutcome(recipe=f"cfg/recipe_{i:03}.yaml", snapshot=f"snapshots/cfg/recipe_{i:03}.yaml.frozen.txt",
+                      status="changed", change=RecipeChange(recipe=f"cfg/recipe_{i:03}.yaml", header_changes=(),
+                                                            newly_frozen=(group,), newly_trainable=()))
+        for i in range(count)
+    ]
+
+
+def test_a_markdown_report_too_long_for_a_pull_request_comment_keeps_every_summary_row_and_says_what_it_left_out() -> None:
+    outcomes = _many_changes(200)
+    whole = render_markdown(outcomes, [], limit=None)
+    comment = render_markdown(outcomes, [])
+    assert len(whole) > 65_536 >= len(comment)
+    assert all(f"`cfg/recipe_{i:03}.yaml`" in comment for i in range(200))
+    left_out = 200 - comment.count("<details>")
+    assert 0 < left_out < 200 and f"Details of {left_out} more items are left out" in comment
+    assert "--report-file" in comment and whole.count("<details>") == 200
+
+
+def test_counts_say_tensors_and_parameters() -> None:
+    assert "2 tensors / 12 parameters" in render_text(OUTCOMES, ORPHANS)
