@@ -17,6 +17,8 @@ class ExitCode(IntEnum):
     """A recipe has no stored snapshot yet."""
     ORPHANED = 5
     """A stored snapshot has no recipe any more."""
+    REJECTED = 6
+    """`explain --check`: setup validation rejects the recipe's distributed policy."""
 
 
 EXIT_CODE_HELP = "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)

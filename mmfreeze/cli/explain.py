@@ -12,7 +12,7 @@ from rich.table import Table
 
 from mmfreeze.cli.console import out, report_error, warn_on_cache_write, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
+from mmfreeze.cli.options import allowed_targets, model_loading_options, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.models.loader import load_structure
@@ -25,19 +25,23 @@ from mmfreeze.recipes.recipe import load_recipe
 @click.option(
     "--rank-uniform", "rank_uniform", multiple=True, metavar="MODALITY",
     help="Declare (as the data side would) that every rank executes MODALITY in every step; repeatable. "
-    "Without it, execution is assumed to possibly differ across ranks.",
+    "Adds to what the recipe declares in distributed.multimodal.batch_contract.rank_uniform; without "
+    "either, execution is assumed to possibly differ across ranks.",
 )
+@click.option("--check", is_flag=True, help=f"Exit {int(ExitCode.REJECTED)} when setup validation rejects the recipe's distributed policy.")
 @model_loading_options
 def explain(
-    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], allow_network: bool,
-    allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
+    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], check: bool, allow_network: bool,
+    allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     warn_on_transformers_version()
+    settings = repository_settings([recipe], configs=configs, allow_targets=allow_targets)
     cache = structure_cache(cache_dir, no_cache)
     try:
         loaded = load_structure(
-            load_recipe(recipe, allowed_targets=allowed_targets(allow_targets)), cache, allow_network=allow_network
+            load_recipe(recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs),
+            cache, allow_network=allow_network,
         )
         explanation = explain_recipe(loaded, rank_uniform=rank_uniform)
     except MmfreezeError as error:
@@ -51,6 +55,8 @@ def explain(
         _print_modules(explanation)
         _print_freezing(explanation["freezing"])
         _print_distributed(explanation["distributed"])
+    if check and explanation["distributed"]["verdict"] == "rejected":
+        raise SystemExit(ExitCode.REJECTED)
 
 
 def _print_model(explanation: dict[str, Any]) -> None:
@@ -117,6 +123,10 @@ def _print_distributed(plan: dict[str, Any]) -> None:
         for modality, decision in plan["dummy_forward"].items():
             state = "on" if decision["enabled"] else "off"
             out.print(f"dummy forward ({escape(modality)}): {state} — {escape(decision['reason'])}")
+    contract = plan.get("batch_contract")
+    if contract is not None:
+        uniform = ", ".join(contract["rank_uniform"]) or "none"
+        out.print(f"batch contract: rank-uniform modalities {escape(uniform)} ({escape(contract['declared_by'])})")
     for note in plan["notes"]:
         out.print(f"note: {escape(note)}")
 

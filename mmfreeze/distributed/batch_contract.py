@@ -11,8 +11,16 @@ and absent on others (the conservative default: mixed image/text data without a 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from mmfreeze.exceptions import DistributedConfigError
+
+CONTRACT_KEY = "batch_contract"
+"""Where a recipe declares it: ``distributed.multimodal.batch_contract.rank_uniform: [vision]``.
+It sits beside the policies it makes safe but is the data side's statement, not a policy: the
+policy parser skips it, and nothing derives it from dataset settings."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +37,31 @@ class BatchContract:
         """A planner that guarantees rank-uniform execution of ``modalities``."""
         return cls(rank_uniform_modalities=frozenset(modalities), declared_by=declared_by)
 
+    def with_uniform(self, modalities: Collection[str], *, declared_by: str) -> BatchContract:
+        """This contract plus ``modalities`` (a command line adding to what a recipe declares)."""
+        if not modalities:
+            return self
+        by = declared_by if not self.rank_uniform_modalities else f"{self.declared_by}; {declared_by}"
+        return BatchContract(rank_uniform_modalities=self.rank_uniform_modalities | set(modalities), declared_by=by)
+
     def may_differ_across_ranks(self, modality: str) -> bool:
         """True when ranks may disagree on whether ``modality`` runs in a microbatch."""
         return modality not in self.rank_uniform_modalities
+
+
+def parse_batch_contract(multimodal: Mapping[str, Any], *, source: str | None = None) -> BatchContract:
+    """The contract a recipe declares under ``distributed.multimodal``, or the conservative default."""
+    where = f"distributed.multimodal.{CONTRACT_KEY}"
+    section = multimodal.get(CONTRACT_KEY)
+    if section is None:
+        return BatchContract()
+    if not isinstance(section, Mapping) or set(section) != {"rank_uniform"}:
+        raise DistributedConfigError(
+            f"must be `{{rank_uniform: [modality, ...]}}`: the modalities the batch planner runs on every "
+            f"rank in every step or on none; got {section!r}", source=source, key=where,
+        )
+    modalities = section["rank_uniform"]
+    if not isinstance(modalities, list) or not all(isinstance(m, str) and m for m in modalities):
+        raise DistributedConfigError(f"must be a list of modality names, got {modalities!r}",
+                                     source=source, key=f"{where}.rank_uniform")
+    return BatchContract.uniform(modalities, declared_by=f"recipe: {where}")

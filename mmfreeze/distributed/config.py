@@ -68,7 +68,8 @@ class MultimodalDistributedConfig:
         return self.policy_for(modality).frozen_sharding or self.frozen_sharding
 
 
-_TOP_LEVEL_KEYS = ("frozen_sharding", "validate_rank_uniform_execution")
+_TOP_LEVEL_KEYS = ("frozen_sharding", "validate_rank_uniform_execution", "batch_contract")
+"""``batch_contract`` is the data side's declaration (``batch_contract.py``), read there."""
 _MODALITY_KEYS = ("frozen_sharding", "frame_sharding", "run_dummy_forward")
 _FRAME_KEYS = ("enabled", "mesh_dims", "min_tokens", "cost_alpha")
 

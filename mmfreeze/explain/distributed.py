@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from mmfreeze.distributed import BatchContract, build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
+from mmfreeze.distributed import build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
+from mmfreeze.distributed.batch_contract import parse_batch_contract
 from mmfreeze.distributed.legacy_keys import multimodal_section
 from mmfreeze.exceptions import DistributedConfigError
 from mmfreeze.freeze.apply import apply_frozen_set
@@ -40,9 +41,12 @@ def explain_distributed(
         model, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
     )
     mesh, mesh_notes = _mesh(recipe.distributed or {})
-    contract = BatchContract.uniform(rank_uniform, declared_by="mmfreeze explain --rank-uniform")
-    summary: dict[str, Any] = {"batch_contract": {"rank_uniform": sorted(rank_uniform)}, "mesh": mesh.describe()}
+    summary: dict[str, Any] = {"mesh": mesh.describe()}
     try:
+        contract = parse_batch_contract(section, source=recipe.display_path).with_uniform(
+            rank_uniform, declared_by="mmfreeze explain --rank-uniform")
+        summary["batch_contract"] = {"rank_uniform": sorted(contract.rank_uniform_modalities),
+                                     "declared_by": contract.declared_by}
         config = parse_multimodal_config(
             section, known_modalities={r.spec.modality for r in resolved}, source=recipe.display_path
         )

@@ -85,3 +85,29 @@ def test_piped_text_output_keeps_every_module_path_whole(recipe: Path) -> None:
     long_name.write_text(recipe.read_text())
     text = CliRunner().invoke(cli, ["explain", str(long_name)]).output
     assert paths and all(path in text for path in paths) and long_name.name in text and "…" not in text
+
+
+def _multimodal_recipe(recipe: Path, multimodal: str) -> Path:
+    recipe.write_text(recipe.read_text() + "freeze_config: {vision: {tower: true}}\n"
+                      f"distributed:\n  dp_size: 2\n  multimodal: {multimodal}\n")
+    return recipe
+
+
+def test_explain_check_exits_rejected_when_setup_validation_rejects_the_policy(recipe: Path) -> None:
+    """A trainable projector that ranks may skip, with the dummy forward turned off: ranks that
+    skip vision never reduce its gradients, unless the batch planner runs vision on every rank."""
+    _multimodal_recipe(recipe, "{vision: {run_dummy_forward: false}}")
+    plain = CliRunner().invoke(cli, ["explain", str(recipe)], terminal_width=400)
+    checked = CliRunner().invoke(cli, ["explain", str(recipe), "--check"], terminal_width=400)
+    assert plain.exit_code == 0 and "rejected at setup" in plain.output
+    assert checked.exit_code == ExitCode.REJECTED
+
+
+def test_a_batch_contract_declared_in_the_recipe_is_the_one_explain_uses(recipe: Path) -> None:
+    _multimodal_recipe(recipe, "{vision: {run_dummy_forward: false}, batch_contract: {rank_uniform: [vision]}}")
+    result = CliRunner().invoke(cli, ["explain", str(recipe), "--check", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    distributed = json.loads(result.stdout)["distributed"]
+    assert distributed["verdict"] == "accepted"
+    assert distributed["batch_contract"] == {"rank_uniform": ["vision"],
+                                             "declared_by": "recipe: distributed.multimodal.batch_contract"}

@@ -53,7 +53,7 @@ def test_uniformity_check_values(value):
         ({"audio": {"frozen_sharding": "shard"}}, "distributed.multimodal.audio.frozen_sharding: 'shard' is not one of root, per_layer, replicate"),
         ({"validate_rank_uniform_execution": True}, "True is not one of false, a positive number of diagnostic steps, always"),
         ({"validate_rank_uniform_execution": 0}, "0 is not one of false"),
-        ({"video": {}}, "distributed.multimodal.video: unknown key 'video'; valid keys are frozen_sharding, validate_rank_uniform_execution and the model's modalities (audio, vision)"),
+        ({"video": {}}, "distributed.multimodal.video: unknown key 'video'; valid keys are frozen_sharding, validate_rank_uniform_execution, batch_contract and the model's modalities (audio, vision)"),
         ({"vision": {"dummy": True}}, "distributed.multimodal.vision.dummy: unknown key 'dummy'; valid keys are frozen_sharding, frame_sharding, run_dummy_forward"),
         ({"vision": {"run_dummy_forward": "yes"}}, "run_dummy_forward: 'yes' is not one of auto, true, false"),
         ({"vision": {"run_dummy_forward": 1}}, "run_dummy_forward: 1 is not one of auto, true, false"),
