@@ -30,7 +30,7 @@ from mmfreeze.releases import CURRENT_RELEASE, Release
 if TYPE_CHECKING:
     from torch import nn
 
-DEFAULT_TARGETS = ("*_proj",)
+DEFAULT_LORA_TARGETS = ("*_proj",)
 ADAPTER_MARK = "lora_"
 """The PEFT baseline trains exactly the parameters whose name contains this."""
 PEFT_CONFIG_FIELDS = frozenset({
@@ -51,12 +51,6 @@ class LoraSpec:
     match_all_linear: bool = False
     dim: int = 8
     use_dora: bool = False
-
-    @property
-    def mode(self) -> str:
-        if self.match_all_linear:
-            return "match_all_linear"
-        return "target_modules" if self.target_modules else "exclude_modules"
 
 
 def parse_peft_section(peft: Any, *, source: str | None = None) -> LoraSpec:
@@ -84,7 +78,7 @@ def parse_peft_section(peft: Any, *, source: str | None = None) -> LoraSpec:
             source=source, key="peft.match_all_linear",
         )
     if not (match_all or targets or excludes):
-        targets = DEFAULT_TARGETS
+        targets = DEFAULT_LORA_TARGETS
     return LoraSpec(
         target_modules=targets, exclude_modules=excludes, match_all_linear=match_all,
         dim=_dim(peft, source), use_dora=_boolean(peft, "use_dora", source),
