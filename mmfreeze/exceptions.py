@@ -30,12 +30,31 @@ def _rebuild(cls: type[MmfreezeError], message: str, source: str | None, key: st
     return cls(message, source=source, key=key)
 
 
+class SettingsError(MmfreezeError):
+    """The repository's `[tool.mmfreeze]` settings in pyproject.toml are invalid."""
+
+
 class RecipeError(MmfreezeError):
     """A recipe file cannot be read: YAML syntax, missing `model:` section, bad `_target_`."""
 
 
 class ConfigSourceError(MmfreezeError):
     """No model config could be found for a model id, or the config found is invalid."""
+
+
+class MissingModelConfigError(ConfigSourceError):
+    """No source has a config for ``model_id``: batch commands list these ids once, grouped."""
+
+    def __init__(self, message: str, *, model_id: str, source: str | None = None, key: str | None = None) -> None:
+        self.model_id = model_id
+        super().__init__(message, source=source, key=key)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_missing, (self.message, self.model_id, self.source, self.key))
+
+
+def _rebuild_missing(message: str, model_id: str, source: str | None, key: str | None) -> MissingModelConfigError:
+    return MissingModelConfigError(message, model_id=model_id, source=source, key=key)
 
 
 class ModelBuildError(MmfreezeError):

@@ -11,6 +11,7 @@ from mmfreeze import __version__
 # Command name -> "module:attribute". Each command is imported only when it runs, so a warm
 # `snapshot --check` in CI does not pay for libcst and the migration rules it never uses.
 COMMANDS = {
+    "configs": "mmfreeze.cli.configs:configs",
     "explain": "mmfreeze.cli.explain:explain",
     "migrate": "mmfreeze.cli.migrate:migrate",
     "snapshot": "mmfreeze.cli.snapshot:snapshot",

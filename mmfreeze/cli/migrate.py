@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -9,13 +10,16 @@ from rich.markup import escape
 
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import allowed_targets, model_loading_options, structure_cache
+from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.report import REPORT_FORMATS, FileResult, file_lines, render_json, render_markdown, summary_counts
 from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
 from mmfreeze.models.loader import load_structure
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
+from mmfreeze.recipes.recipe import Recipe
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
@@ -32,19 +36,26 @@ RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) +
 @model_loading_options
 def migrate(
     paths: tuple[Path, ...], check: bool, show_diff: bool, mode: str, report_format: str, disabled: tuple[str, ...],
-    strict: bool, allow_network: bool, allow_targets: tuple[str, ...], cache_dir: Path | None, no_cache: bool,
+    strict: bool, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Rewrite freeze_config in YAML recipes and Python call sites under PATHS to the new vocabulary."""
     warn_on_transformers_version()
+    settings = repository_settings(paths, configs=configs, allow_targets=allow_targets)
     try:
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
-                                 allowed_targets=allowed_targets(allow_targets))
-        files = find_migratable(paths)
+                                 allowed_targets=allowed_targets(settings))
+        files = _recipes_and_sources(find_migratable(paths), recipe_finder(settings))
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE if "--disable" == error.key else ExitCode.INPUT_ERROR) from None
     cache = structure_cache(cache_dir, no_cache)
-    results = plan_files(files, options, lambda recipe: load_structure(recipe, cache, allow_network=allow_network).structure)
+
+    def structure_of(recipe: Recipe) -> ModelStructure:
+        with_configs = replace(recipe, configs_dir=settings.configs)  # the repository's model-config folder
+        return load_structure(with_configs, cache, allow_network=allow_network).structure
+
+    results = plan_files(files, options, structure_of)
     if show_diff:
         for result in results:
             click.echo(result.diff(), nl=False)
@@ -54,6 +65,13 @@ def migrate(
     for error in write_errors:
         report_error(error)
     raise SystemExit(_exit_code(results, check=check, strict=strict, write_failed=bool(write_errors)))
+
+
+def _recipes_and_sources(files: list[Path], finder: RecipeFinder) -> list[Path]:
+    """The recipes among the YAML files (the rule of every command) and the Python files, minus
+    ``[tool.mmfreeze] exclude``."""
+    return [path for path in files
+            if not finder.is_excluded(path) and (path.suffix not in RECIPE_SUFFIXES or finder.is_recipe(path))]
 
 
 def _exit_code(results: list[FileResult], *, check: bool, strict: bool, write_failed: bool) -> ExitCode:

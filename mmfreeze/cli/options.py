@@ -8,22 +8,35 @@ from typing import Any
 
 import click
 
+from mmfreeze.cli.console import report_error
+from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.disk_cache import cache_directory
+from mmfreeze.exceptions import RecipeError, SettingsError
 from mmfreeze.models.cache import StructureCache
+from mmfreeze.recipes.discovery import RecipeFinder
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
+from mmfreeze.settings import Settings, find_settings
 
 
 def model_loading_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--allow-network, --allow-target and --cache-dir / --no-cache."""
+    """--allow-network, --allow-target, --configs and --cache-dir / --no-cache."""
     decorators = [
         click.option("--allow-network", is_flag=True, help="Fetch config.json from the Hugging Face hub when no offline source has it."),
-        click.option("--allow-target", "allow_targets", multiple=True, metavar="TARGET=AutoModelFor...", help="Accept another model._target_ (repeatable); it is mapped, never imported."),
+        click.option("--allow-target", "allow_targets", multiple=True, metavar="TARGET=AutoModelFor...", help="Accept another model._target_ (repeatable; adds to [tool.mmfreeze] allow_targets); it is mapped, never imported."),
+        configs_option,
         click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Cache folder for model structures and frozen sets (default: $MMFREEZE_CACHE_DIR or ~/.cache/mmfreeze)."),
         click.option("--no-cache", is_flag=True, help="Build every model; read and write no on-disk cache."),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
     return command
+
+
+configs_option = click.option(
+    "--configs", type=click.Path(path_type=Path, file_okay=False), default=None,
+    help="Model-config folder, <org>/<name>/config.json per model id (default: [tool.mmfreeze] configs).",
+)
 
 
 def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -34,10 +47,29 @@ def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def allowed_targets(extra: Sequence[str]) -> dict[str, str]:
-    targets = dict(DEFAULT_TARGETS)
-    targets.update(parse_target_assignment(text) for text in extra)
-    return targets
+def repository_settings(
+    paths: Sequence[Path], *, configs: Path | None = None, snapshots: Path | None = None,
+    allow_targets: Sequence[str] = (),
+) -> Settings:
+    """The ``[tool.mmfreeze]`` settings of the repository holding ``paths``, with the command-line
+    values on top. Invalid settings or a malformed --allow-target are a usage error (exit 2)."""
+    try:
+        return find_settings(paths).overridden(
+            configs=configs, snapshots=snapshots, allow_targets=[parse_target_assignment(text) for text in allow_targets]
+        )
+    except (SettingsError, RecipeError) as error:
+        report_error(error)
+        raise SystemExit(ExitCode.USAGE) from None
+
+
+def allowed_targets(settings: Settings) -> dict[str, str]:
+    """The built-in allowlist plus the repository's and the command line's entries."""
+    return {**DEFAULT_TARGETS, **settings.allow_targets}
+
+
+def recipe_finder(settings: Settings) -> RecipeFinder:
+    """The recipe rule of one run, with the repository's exclusions; YAML is parsed once per run."""
+    return RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(settings.root))
 
 
 def structure_cache(cache_dir: Path | None, no_cache: bool) -> StructureCache:

@@ -23,6 +23,10 @@ from mmfreeze.snapshots.results import SnapshotRunResult
 from mmfreeze.snapshots.run import Mode, RunRequest, run_snapshots
 
 EPILOG = (
+    "Recipes are the YAML files under PATHS with a top-level `model:` key that [tool.mmfreeze] exclude does "
+    "not match; a PATH without one is a usage error. Recipe and snapshot paths are relative to the repository "
+    "root (the nearest folder above PATHS whose pyproject.toml has [tool.mmfreeze], else the git root), "
+    "whatever the working directory. "
     "Without --update or --check, new recipes get their snapshot written and changes fail "
     "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
     "input error, changed, missing, orphaned. " + EXIT_CODE_HELP

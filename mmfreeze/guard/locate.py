@@ -1,8 +1,10 @@
 """Which accepted snapshot a run is held against, and reading it.
 
-By default it is the file `mmfreeze snapshot` compares the recipe with when run from the working
-directory with its default ``--snapshot-dir``: ``<cwd>/snapshots/<recipe path from cwd>.frozen.txt``
-(:func:`mmfreeze.snapshots.layout.snapshot_path`). ``snapshot=`` names the file instead.
+By default it is the file `mmfreeze snapshot` compares the recipe with, from whatever folder:
+``<snapshot folder>/<recipe path from the repository root>.frozen.txt``, where the repository root
+and the snapshot folder (``[tool.mmfreeze] snapshots``, default ``snapshots``) come from
+:func:`mmfreeze.settings.find_settings` (:func:`mmfreeze.snapshots.layout.snapshot_path`).
+``snapshot=`` names the file instead.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Protocol, TypeAlias
 
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.format import Snapshot, parse_snapshot
-from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, snapshot_path
+from mmfreeze.settings import find_settings
+from mmfreeze.snapshots.layout import snapshot_path
 
 
 class RecipeLike(Protocol):
@@ -40,11 +43,14 @@ def recipe_label(recipe: RecipeRef) -> str:
 
 
 def find_snapshot(recipe: Path, snapshot: str | os.PathLike[str] | None) -> Path:
-    """``snapshot`` when given, else the file `mmfreeze snapshot RECIPE` run from here compares with."""
+    """``snapshot`` when given, else the file `mmfreeze snapshot RECIPE` compares with (relative to
+    the working directory when it lies below it)."""
     if snapshot is not None:
         return Path(snapshot)
-    root = Path.cwd()
-    return snapshot_path(recipe, root, Path(DEFAULT_SNAPSHOT_DIR))
+    settings = find_settings([recipe])
+    found = snapshot_path(recipe, settings.root, settings.snapshots)
+    cwd = Path.cwd().resolve()
+    return found.relative_to(cwd) if found.is_relative_to(cwd) else found
 
 
 def read_snapshot(path: Path, *, recipe: Path) -> Snapshot:
@@ -53,8 +59,8 @@ def read_snapshot(path: Path, *, recipe: Path) -> Snapshot:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SnapshotError(
-            f"no accepted snapshot at {path}; run `mmfreeze snapshot --update {recipe}` from the folder the "
-            "snapshots are kept relative to and review it, or pass snapshot= with its path",
+            f"no accepted snapshot at {path}; run `mmfreeze snapshot --update {recipe}` and review it, "
+            "or pass snapshot= with its path",
             source=str(recipe),
         ) from None
     except (OSError, UnicodeDecodeError) as error:

@@ -1,22 +1,25 @@
-"""Find a model's config.json offline: a local directory, the bundled registry, the HF cache.
+"""Find a model's config.json offline: a local directory, the repository's configs folder, the
+bundled registry, the HF cache.
 
 The network is used only when the caller passes ``allow_network=True`` (``--allow-network`` on the
-command line): a snapshot must not depend on what a hub serves today.
+command line): a snapshot must not depend on what a hub serves today. ``mmfreeze configs pull``
+is the way to bring configs in from the network once, into the configs folder, with their revision.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from mmfreeze.exceptions import ConfigSourceError
+from mmfreeze.exceptions import ConfigSourceError, MissingModelConfigError
+from mmfreeze.models.config_folder import CONFIG_FILE, find_folder_config, read_pull_record
 
-SourceKind = Literal["local", "registry", "hf-cache", "hub"]
+SourceKind = Literal["local", "configs", "registry", "hf-cache", "hub"]
 REGISTRY_PACKAGE = "mmfreeze.registry"
 
 
@@ -28,7 +31,11 @@ class ModelConfigSource:
     location: str
     config: Mapping[str, Any]
     provenance: str | None = None
-    """For registry entries: ``checkpoint``, ``partial`` or ``transformers-default``."""
+    """For registry entries: ``checkpoint``, ``partial`` or ``transformers-default``; for the configs
+    folder: ``checkpoint`` when `mmfreeze configs pull` wrote the file and it is unchanged since."""
+    revision: str | None = None
+    """The Hub commit the config was downloaded at, when known (configs-folder entries that
+    `mmfreeze configs pull` wrote)."""
 
 
 def registry_file_name(model_id: str) -> str:
@@ -37,27 +44,80 @@ def registry_file_name(model_id: str) -> str:
 
 
 def find_model_config(
-    model_id: str, *, recipe_dir: Path | None = None, allow_network: bool = False, source: str | None = None
+    model_id: str, *, recipe_dir: Path | None = None, configs_dir: Path | None = None,
+    allow_network: bool = False, source: str | None = None,
 ) -> ModelConfigSource:
-    """The first config found for ``model_id``, in the documented order."""
-    found = (
-        _from_local_directory(model_id, recipe_dir, source=source)
-        or _from_registry(model_id, source=source)
-        or _from_hf_cache(model_id, source=source)
-    )
+    """The first config found for ``model_id``, in the documented order: a local directory, the
+    repository's configs folder (``configs_dir``), the bundled registry, the local HF cache, and
+    the hub only with ``allow_network``."""
+    found = find_offline_config(model_id, recipe_dir=recipe_dir, configs_dir=configs_dir, source=source)
+    if found is None:
+        found = _from_hf_cache(model_id, source=source)
     if found is None and allow_network:
         found = _from_hub(model_id, source=source)
     if found is None:
-        raise ConfigSourceError(
-            f"no config for model id {model_id!r}: not a local directory with config.json, not in the "
-            f"bundled registry, not in the local Hugging Face cache. Add it to the registry as "
-            f"mmfreeze/registry/configs/{registry_file_name(model_id)} "
-            '({"model_id", "provenance", "notes", "config"}), point the recipe at a directory holding '
-            "config.json, or pass --allow-network",
-            source=source,
+        raise MissingModelConfigError(
+            missing_config_message(model_id, configs_dir), model_id=model_id, source=source,
             key="model.pretrained_model_name_or_path",
         )
     return found
+
+
+def find_offline_config(
+    model_id: str, *, recipe_dir: Path | None = None, configs_dir: Path | None = None, source: str | None = None
+) -> ModelConfigSource | None:
+    """The sources a repository carries with it: a local directory, the configs folder, the bundled
+    registry (not the machine's HF cache, which CI does not have)."""
+    return (
+        _from_local_directory(model_id, recipe_dir, source=source)
+        or (_from_configs_folder(model_id, configs_dir, source=source) if configs_dir is not None else None)
+        or _from_registry(model_id, source=source)
+    )
+
+
+def missing_config_message(model_id: str, configs_dir: Path | None) -> str:
+    """Why ``model_id`` has no config, and the ways to give it one."""
+    if configs_dir is None:
+        return (
+            f"no config for model id {model_id!r}: not a local directory with config.json, not in the bundled "
+            "registry or the local Hugging Face cache. Set `configs = \"model_configs\"` under [tool.mmfreeze] in "
+            "pyproject.toml and run `mmfreeze configs pull RECIPES` (network), point the recipe at a directory "
+            "holding config.json, or pass --allow-network"
+        )
+    target = _shown(configs_dir / model_id / CONFIG_FILE)
+    return (
+        f"no config for model id {model_id!r}: not a local directory with config.json, not in the configs folder, "
+        f"the bundled registry or the local Hugging Face cache. Run `mmfreeze configs pull RECIPES` (network) or "
+        f"add {target}, or pass --allow-network"
+    )
+
+
+def missing_configs_summary(
+    missing: Mapping[str, Sequence[str]], *, configs_dir: Path | None, paths: Sequence[str] = (), shown: int = 8
+) -> str:
+    """One line for every model id without a config (id -> the recipes naming it), with the way out.
+
+    ``33 model ids have no config: a/b (2 recipes), c/d, … and 25 more — run `mmfreeze configs pull
+    recipes` or add them under model_configs/<org>/<name>/config.json``
+    """
+    ids = sorted(missing, key=str.lower)
+    listed = [f"{model_id} ({len(missing[model_id])} recipes)" if len(missing[model_id]) > 1 else model_id
+              for model_id in ids[:shown]]
+    more = f", … and {len(ids) - shown} more" if len(ids) > shown else ""
+    noun = "model id has" if len(ids) == 1 else "model ids have"
+    pull = f"`mmfreeze configs pull {' '.join(paths) or 'RECIPES'}`"
+    remedy = (
+        f"run {pull} or add them under {_shown(configs_dir)}/<org>/<name>/config.json" if configs_dir is not None
+        else f"set `configs = \"model_configs\"` under [tool.mmfreeze] in pyproject.toml, then run {pull}"
+    )
+    return f"{len(ids)} {noun} no config: {', '.join(listed)}{more} — {remedy}"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _from_local_directory(model_id: str, recipe_dir: Path | None, *, source: str | None) -> ModelConfigSource | None:
@@ -69,6 +129,26 @@ def _from_local_directory(model_id: str, recipe_dir: Path | None, *, source: str
         if config_file.is_file():
             return ModelConfigSource(kind="local", location=str(config_file), config=_read_json(config_file, source))
     return None
+
+
+def _from_configs_folder(model_id: str, configs_dir: Path, *, source: str | None) -> ModelConfigSource | None:
+    entry = find_folder_config(configs_dir, model_id)
+    if entry is None:
+        return None
+    try:
+        content = entry.config_file.read_bytes()
+        record = read_pull_record(entry.folder, content)
+    except OSError as error:
+        raise ConfigSourceError(f"cannot read {entry.config_file}: {error}", source=source) from error
+    except ConfigSourceError as error:
+        raise ConfigSourceError(error.message, source=source) from error
+    return ModelConfigSource(
+        kind="configs",
+        location=entry.location,
+        config=_parse_json(content.decode("utf-8", errors="replace"), str(entry.config_file), source),
+        provenance="checkpoint" if record is not None else None,
+        revision=record.revision if record is not None else None,
+    )
 
 
 def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | None:

@@ -31,6 +31,7 @@ def find_recipe_config(recipe: Recipe, *, allow_network: bool = False) -> ModelC
     return find_model_config(
         recipe.model.model_id,
         recipe_dir=recipe.path.parent,
+        configs_dir=recipe.configs_dir,
         allow_network=allow_network,
         source=recipe.display_path,
     )

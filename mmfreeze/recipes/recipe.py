@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -13,6 +13,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
+
+if TYPE_CHECKING:
+    from mmfreeze.recipes.documents import YamlDocuments
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,9 +36,13 @@ class Recipe:
 
     path: Path
     display_path: str
-    """The path as the user should read it in messages (relative where possible)."""
+    """The path as the user should read it in messages: relative to the repository root when the
+    recipe was loaded for one, else to the working directory, where possible."""
     document: Mapping[str, Any]
     model: ModelSection
+    configs_dir: Path | None = None
+    """The repository's model-config folder (``[tool.mmfreeze] configs``), searched for the model's
+    config after a local directory and before the bundled registry."""
 
     @property
     def freeze_config(self) -> Any:
@@ -55,17 +62,30 @@ class Recipe:
         return self.document.get("distributed")
 
 
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it, else as given."""
+def display_path(path: Path, root: Path | None = None) -> str:
+    """``path`` relative to ``root`` (default: the working directory) when it lies below it, else as given."""
+    relative = relative_path(path, root or Path.cwd())
+    return str(path) if relative is None else str(relative)
+
+
+def relative_path(path: Path, base: Path) -> Path | None:
+    """``path`` relative to ``base``, or ``None`` when it lies elsewhere. Lexical when it can be
+    (no file-system calls: discovery asks for every file), through symbolic links otherwise."""
+    absolute = path.absolute()
+    if ".." not in absolute.parts:
+        try:
+            return absolute.relative_to(base.absolute())
+        except ValueError:
+            pass
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return path.resolve().relative_to(base.resolve())
     except ValueError:
-        return str(path)
+        return None
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse ``path`` as plain data; a syntax error names file:line."""
-    shown = display_path(path)
+def read_yaml(path: Path, *, shown: str | None = None) -> Any:
+    """Parse ``path`` as plain data; a syntax error names file:line (``shown``, default :func:`display_path`)."""
+    shown = shown or display_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -91,10 +111,18 @@ def parse_yaml_text(
         raise error_type(f"YAML does not parse: {error}", source=source) from error
 
 
-def load_recipe(path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS) -> Recipe:
-    """Read ``path`` and validate its `model:` section."""
-    shown = display_path(path)
-    document = read_yaml(path)
+def load_recipe(
+    path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS, root: Path | None = None,
+    configs_dir: Path | None = None, documents: YamlDocuments | None = None,
+) -> Recipe:
+    """Read ``path`` and validate its `model:` section.
+
+    ``root``: the repository root messages name the file from (default: the working directory);
+    ``configs_dir``: the repository's model-config folder; ``documents``: the run's parsed YAML,
+    so a file discovery already read is not parsed again.
+    """
+    shown = display_path(path, root)
+    document = documents.read(path) if documents is not None else read_yaml(path, shown=shown)
     if not isinstance(document, Mapping):
         raise RecipeError("a recipe is a YAML mapping at the top level", source=shown)
     return Recipe(
@@ -102,10 +130,18 @@ def load_recipe(path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARG
         display_path=shown,
         document=document,
         model=_model_section(document, allowed_targets, source=shown),
+        configs_dir=configs_dir,
     )
 
 
-def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, source: str) -> ModelSection:
+def read_model_id(document: Any, *, source: str) -> str:
+    """The model id a recipe document names (``${...}`` resolved), without validating its `_target_`."""
+    if not isinstance(document, Mapping):
+        raise RecipeError("a recipe is a YAML mapping at the top level", source=source)
+    return _model_id(_model_mapping(document, source=source), document, source=source)
+
+
+def _model_mapping(document: Mapping[str, Any], *, source: str) -> Mapping[str, Any]:
     section = document.get("model")
     if not isinstance(section, Mapping):
         found = "no `model:` section" if section is None else f"`model:` is a {type(section).__name__}"
@@ -113,9 +149,22 @@ def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, s
             f"{found}; a recipe needs `model:` with `_target_` and `pretrained_model_name_or_path`",
             source=source,
         )
+    return section
+
+
+def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, source: str) -> ModelSection:
+    section = _model_mapping(document, source=source)
     target = section.get("_target_")
     if not isinstance(target, str):
         raise RecipeError("missing or non-string `_target_`", source=source, key="model._target_")
+    return ModelSection(
+        target=target,
+        auto_class=resolve_auto_class(target, allowed, source=source),
+        model_id=_model_id(section, document, source=source),
+    )
+
+
+def _model_id(section: Mapping[str, Any], document: Mapping[str, Any], *, source: str) -> str:
     model_id = section.get("pretrained_model_name_or_path")
     if not isinstance(model_id, str) or not model_id.strip():
         raise RecipeError(
@@ -124,10 +173,4 @@ def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, s
             source=source,
             key="model.pretrained_model_name_or_path",
         )
-    return ModelSection(
-        target=target,
-        auto_class=resolve_auto_class(target, allowed, source=source),
-        model_id=resolve_references(
-            model_id, document, source=source, key="model.pretrained_model_name_or_path"
-        ),
-    )
+    return resolve_references(model_id, document, source=source, key="model.pretrained_model_name_or_path")

@@ -50,11 +50,12 @@ class RecipeSnapshotExtension(SingleFileSnapshotExtension):
     def owns_snapshot_collection(self, *, filepath: str, test_location: PyTestLocation) -> bool:
         # A snapshot whose recipe still exists belongs to that recipe even when this run did not
         # check it (a subset of paths, a recipe that failed to load): syrupy must never count it
-        # unused, so it is not offered for discovery. Only snapshots of vanished recipes are.
+        # unused, so it is not offered for discovery. Only snapshots of vanished recipes are, and
+        # of files that are no longer recipes (excluded, or without a `model:` section).
         if not self.is_snapshot_location(location=filepath):
             return False
         item = test_location.item
-        return not recipe_path(Path(filepath), item.root, item.snapshot_dir).exists()
+        return not item.tracks(recipe_path(Path(filepath), item.root, item.snapshot_dir))
 
     def discover_snapshots(
         self, *, test_location: PyTestLocation, ignore_extensions: list[str] | None = None

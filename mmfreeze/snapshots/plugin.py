@@ -5,11 +5,13 @@ entry point, by any repository's own test run::
 
     [tool.pytest.ini_options]
     testpaths = ["tests", "recipes"]     # pytest must walk the recipe folders
-    mmfreeze_recipes = ["recipes"]       # YAML files below these are recipes
-    mmfreeze_snapshot_dir = "snapshots"  # default
+    mmfreeze_recipes = ["recipes"]       # recipes below these get a snapshot test
+    mmfreeze_snapshot_dir = "snapshots"  # default: [tool.mmfreeze] snapshots, else snapshots/
 
 ``pytest --snapshot-update`` accepts changes; syrupy reports snapshots whose recipe is gone as unused.
 Nothing is collected while ``mmfreeze_recipes`` is empty, so installing mmfreeze changes no other run.
+Which YAML files are recipes is :class:`~mmfreeze.recipes.discovery.RecipeFinder`'s rule, the same
+as the command line's, and the ``[tool.mmfreeze]`` settings of the rootdir's pyproject.toml apply.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
-from mmfreeze.exceptions import MmfreezeError, SnapshotError
+from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SettingsError, SnapshotError
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, SKIPPED_DIRS
+from mmfreeze.models.config_sources import missing_configs_summary
+from mmfreeze.recipes.discovery import SKIPPED_DIRS, RecipeFinder
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
@@ -35,8 +39,12 @@ from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key, recipe_path, snapshot_path
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
+from mmfreeze.settings import Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
+DOCUMENTS_KEY = pytest.StashKey[YamlDocuments]()
+"""The YAML `mmfreeze snapshot` already parsed while finding the recipes (set by the caller before
+this plugin configures), so a run parses each file once."""
 
 
 @dataclass(kw_only=True)
@@ -48,10 +56,15 @@ class SnapshotRun:
     recipe_roots: tuple[Path, ...]
     only_recipes: bool
     loading: LoadingOptions
+    finder: RecipeFinder
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
 
     def is_recipe(self, path: Path) -> bool:
-        return path.suffix in RECIPE_SUFFIXES and any(path.is_relative_to(r) for r in self.recipe_roots)
+        return any(path.is_relative_to(r) for r in self.recipe_roots) and self.finder.is_recipe(path)
+
+    def tracks(self, path: Path) -> bool:
+        """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
+        return path.is_file() and self.finder.is_recipe(path)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,10 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Folder or file whose YAML recipes get a snapshot test (repeatable).")
     parser.addini("mmfreeze_recipes", "Folders or files whose YAML recipes get a snapshot test.", type="paths", default=[])
     group.addoption("--mmfreeze-snapshot-dir", default=None, metavar="DIR",
-                    help=f"Snapshot folder (default: {DEFAULT_SNAPSHOT_DIR}/ under the rootdir).")
-    parser.addini("mmfreeze_snapshot_dir", "Snapshot folder, relative to the rootdir.", default=DEFAULT_SNAPSHOT_DIR)
+                    help=f"Snapshot folder (default: [tool.mmfreeze] snapshots, else {DEFAULT_SNAPSHOT_DIR}/ under the rootdir).")
+    parser.addini("mmfreeze_snapshot_dir", "Snapshot folder, relative to the rootdir.", default="")
     group.addoption("--mmfreeze-only", action="store_true", help="Collect recipes and nothing else.")
     group.addoption("--mmfreeze-allow-target", action="append", default=[], metavar="TARGET=AutoModelFor...")
+    group.addoption("--mmfreeze-configs", default=None, metavar="DIR",
+                    help="Model-config folder, <org>/<name>/config.json (default: [tool.mmfreeze] configs).")
+    group.addoption("--mmfreeze-exclude", action="append", default=None, metavar="GLOB",
+                    help="Recipe path glob, relative to the rootdir, to skip (repeatable; default: [tool.mmfreeze] exclude).")
     group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Cache folder (model structures and frozen sets).")
     group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no on-disk cache.")
     group.addoption("--mmfreeze-allow-network", action="store_true", help="Fetch configs from the hub.")
@@ -74,12 +91,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     option = config.option
     root = config.rootpath
+    settings = _settings(config)
     cache_dir = cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache)
-    targets = dict(DEFAULT_TARGETS)
+    targets = {**DEFAULT_TARGETS, **settings.allow_targets}
     targets.update(parse_target_assignment(text) for text in option.mmfreeze_allow_target)
+    snapshot_dir = option.mmfreeze_snapshot_dir or config.getini("mmfreeze_snapshot_dir")
+    configs = option.mmfreeze_configs
+    documents = config.stash.get(DOCUMENTS_KEY, None) or YamlDocuments(root)
+    finder = RecipeFinder(
+        root=root,
+        exclude=tuple(option.mmfreeze_exclude if option.mmfreeze_exclude is not None else settings.exclude),
+        documents=documents,
+    )
     config.stash[RUN_KEY] = SnapshotRun(
         root=root,
-        snapshot_dir=(root / (option.mmfreeze_snapshot_dir or config.getini("mmfreeze_snapshot_dir"))).absolute(),
+        snapshot_dir=(root / snapshot_dir).absolute() if snapshot_dir else settings.snapshots,
         recipe_roots=tuple(
             (root / path).absolute() for path in [*option.mmfreeze_recipes, *config.getini("mmfreeze_recipes")]
         ),
@@ -89,8 +115,25 @@ def pytest_configure(config: pytest.Config) -> None:
             cache=StructureCache(cache_dir),
             frozen_sets=FrozenSetCache(cache_dir),
             allow_network=option.mmfreeze_allow_network,
+            root=root,
+            configs_dir=(root / configs).absolute() if configs else settings.configs,
+            documents=documents,
         ),
+        finder=finder,
     )
+
+
+def _settings(config: pytest.Config) -> Settings:
+    """`mmfreeze snapshot` passes every setting as an option (``--mmfreeze-only``); a repository's
+    own pytest run reads ``[tool.mmfreeze]`` from the pyproject.toml above its rootdir."""
+    root = config.rootpath
+    if config.option.mmfreeze_only or not (config.option.mmfreeze_recipes or config.getini("mmfreeze_recipes")):
+        return default_settings(root)
+    try:
+        settings = find_settings(cwd=root)
+    except SettingsError as error:
+        raise pytest.UsageError(str(error)) from None
+    return settings if settings.root == root else default_settings(root)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -136,6 +179,10 @@ class RecipeItem(pytest.Item):
         self.recipe_key = recipe_key(self.path, run.root)
         self.snapshot_path = snapshot_path(self.path, run.root, run.snapshot_dir)
 
+    def tracks(self, recipe: Path) -> bool:
+        """Whether ``recipe`` exists and is a recipe this run would check (not excluded, has `model:`)."""
+        return self.config.stash[RUN_KEY].tracks(recipe)
+
     @property
     def obj(self) -> Any:
         # syrupy's PyTestLocation names a test after its function's module and name.
@@ -147,7 +194,7 @@ class RecipeItem(pytest.Item):
             computed = compute_snapshot(self.path, self.recipe_key, run.loading)
             text = render_snapshot(computed.snapshot)
         except MmfreezeError as error:
-            self._record(status="input_error", message=str(error))
+            self._record(status="input_error", message=self._input_error(error))
             raise SnapshotMismatch(f"input error: {error}") from None
         assertion = SnapshotAssertion(
             update_snapshots=self.config.option.update_snapshots,
@@ -180,6 +227,17 @@ class RecipeItem(pytest.Item):
             group_of=grouper(structure),
         )
         return self._build(status, change=change)
+
+    def _input_error(self, error: MmfreezeError) -> str:
+        """The report's message; a model id without a config is listed once for the whole run
+        (:attr:`SnapshotRunResult.missing_configs`), so its line stays short."""
+        if not isinstance(error, MissingModelConfigError):
+            return str(error)
+        missing = self.config.stash[RUN_KEY].result.missing_configs
+        same_id = next((known for known in missing if known.lower() == error.model_id.lower()), error.model_id)
+        missing.setdefault(same_id, []).append(self.recipe_key)  # the Hub's ids are case-insensitive
+        where = ": ".join(part for part in (error.source, error.key) if part)
+        return f"{where}: no config for model id {error.model_id!r} (see the summary of missing configs)"
 
     def _build(self, status: Any, **details: Any) -> RecipeOutcome:
         return RecipeOutcome(recipe=self.recipe_key, snapshot=_relative(self.snapshot_path, self.root), status=status, **details)
@@ -230,8 +288,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    for message in config.stash[RUN_KEY].result.warnings:
+    run = config.stash[RUN_KEY]
+    for message in run.result.warnings:
         terminalreporter.write_line(f"mmfreeze warning: {message}", yellow=True)
+    if run.result.missing_configs:
+        terminalreporter.write_line(
+            "mmfreeze: " + missing_configs_summary(run.result.missing_configs, configs_dir=run.loading.configs_dir), red=True
+        )
 
 
 def _prune_empty_folders(folder: Path, stop: Path) -> None:

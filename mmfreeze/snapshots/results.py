@@ -40,6 +40,8 @@ class SnapshotRunResult:
     orphans: list[Orphan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Problems that cost time but not correctness (a cache that could not be written)."""
+    missing_configs: dict[str, list[str]] = field(default_factory=dict)
+    """Model id -> the recipes (keys) whose model has a config nowhere: summarised once per run."""
 
     def with_status(self, *statuses: Status) -> list[RecipeOutcome]:
         return [outcome for outcome in self.outcomes if outcome.status in statuses]

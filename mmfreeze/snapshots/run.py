@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +23,8 @@ import pytest
 
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.layout import scope_dir
-from mmfreeze.snapshots.plugin import RUN_KEY
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.snapshots.plugin import DOCUMENTS_KEY, RUN_KEY
 from mmfreeze.snapshots.results import SnapshotRunResult
 
 Mode = Literal["check", "update", "new-only"]
@@ -39,10 +40,15 @@ MODE_FLAGS: dict[str, list[str]] = {
 class RunRequest:
     paths: tuple[Path, ...]
     root: Path
-    """Recipe and snapshot paths are stored relative to this folder (the working directory)."""
+    """Recipe and snapshot paths are stored relative to this folder (the repository root)."""
     snapshot_dir: Path
     mode: Mode
     allow_targets: tuple[str, ...] = ()
+    configs_dir: Path | None = None
+    exclude: tuple[str, ...] = ()
+    """Recipe path globs relative to ``root`` that are not checked."""
+    documents: YamlDocuments | None = field(default=None, compare=False)
+    """The YAML the caller parsed while finding the recipes: the session does not parse it again."""
     cache_dir: Path | None = None
     no_cache: bool = False
     allow_network: bool = False
@@ -63,6 +69,9 @@ def pytest_args(request: RunRequest) -> list[str]:
     ]
     args += [f"--mmfreeze-recipes={path.absolute()}" for path in request.paths]
     args += [f"--mmfreeze-allow-target={target}" for target in request.allow_targets]
+    args += [f"--mmfreeze-exclude={glob}" for glob in request.exclude]
+    if request.configs_dir is not None:
+        args.append(f"--mmfreeze-configs={request.configs_dir.absolute()}")
     if request.cache_dir is not None:
         args.append(f"--mmfreeze-cache-dir={request.cache_dir}")
     if request.workers is not None:
@@ -74,11 +83,17 @@ def pytest_args(request: RunRequest) -> list[str]:
 class _Collector:
     """Reads the plugin's results back out of the session, and reports progress."""
 
-    def __init__(self, on_progress: Callable[[int, int], None] | None) -> None:
+    def __init__(self, on_progress: Callable[[int, int], None] | None, documents: YamlDocuments | None) -> None:
         self.result: SnapshotRunResult | None = None
         self.total = 0
         self.done = 0
         self.on_progress = on_progress
+        self.documents = documents
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        if self.documents is not None:  # before the plugin configures: it reuses them
+            config.stash[DOCUMENTS_KEY] = self.documents
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
@@ -96,7 +111,7 @@ class _Collector:
 def run_snapshots(
     request: RunRequest, *, on_progress: Callable[[int, int], None] | None = None
 ) -> SnapshotRunResult:
-    collector = _Collector(on_progress)
+    collector = _Collector(on_progress, request.documents)
     status = pytest.main(pytest_args(request), plugins=[collector])
     if collector.result is None or status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise SnapshotError(f"the snapshot session did not run (pytest exit status {int(status)})")

@@ -1,0 +1,123 @@
+"""Bring the model configs a repository's recipes need into its configs folder, once, with the
+revision each came from (`mmfreeze configs pull`). Plan first (which ids are missing: pure file
+look-ups), then fetch (the network, through huggingface_hub, which honours ``HF_ENDPOINT`` and
+``HF_TOKEN``).
+
+An id is missing when no source the repository carries has it: a local directory, the configs
+folder, the bundled registry. The machine's Hugging Face cache does not count (CI does not have
+it): a config found only there is pulled into the folder too (huggingface_hub then revalidates
+its cached copy instead of downloading it again). Ids are compared case-insensitively, as the
+Hub compares them; the first spelling met names the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
+from mmfreeze.models.config_folder import CONFIG_FILE, is_hub_id, write_pulled_config
+from mmfreeze.models.config_sources import find_offline_config
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.recipes.recipe import display_path, read_model_id
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+PULL_THREADS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class PullPlan:
+    """What a pull has to fetch, and what it does not."""
+
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    """Model id (first spelling) -> the recipes naming it, for ids no carried source has."""
+    available: dict[str, str] = field(default_factory=dict)
+    """Model id -> the kind of source that already has it (``local``, ``configs``, ``registry``)."""
+    errors: list[MmfreezeError] = field(default_factory=list)
+    """Recipes whose model id cannot be read, or names neither a local directory nor a Hub id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pulled:
+    model_id: str
+    revision: str
+    config_file: Path
+
+
+def plan_pull(
+    recipes: Sequence[Path], *, configs_dir: Path, documents: YamlDocuments, root: Path | None = None
+) -> PullPlan:
+    """Which model ids of ``recipes`` have no config in any source the repository carries."""
+    plan = PullPlan()
+    spelling: dict[str, str] = {}
+    for path in recipes:
+        shown = display_path(path, root)
+        try:
+            model_id = read_model_id(documents.read(path), source=shown)
+            found = find_offline_config(model_id, recipe_dir=path.parent, configs_dir=configs_dir, source=shown)
+        except MmfreezeError as error:
+            plan.errors.append(error)
+            continue
+        first = spelling.setdefault(model_id.lower(), model_id)
+        if found is not None:
+            plan.available.setdefault(first, found.kind)
+        elif not is_hub_id(model_id):
+            plan.errors.append(ConfigSourceError(
+                f"{model_id!r} is neither a directory holding {CONFIG_FILE} nor a Hub model id (org/name)",
+                source=shown, key="model.pretrained_model_name_or_path",
+            ))
+        else:
+            plan.missing.setdefault(first, []).append(shown)
+    return plan
+
+
+def pull_configs(
+    model_ids: Sequence[str], configs_dir: Path, *, hub_cache: Path | None = None
+) -> Iterator[Pulled | ConfigSourceError]:
+    """Fetch each id's ``config.json`` into ``configs_dir``, a few at a time; results in ``model_ids``' order."""
+    with ThreadPoolExecutor(max_workers=max(1, min(PULL_THREADS, len(model_ids)))) as pool:
+        yield from pool.map(lambda model_id: _pull_or_error(model_id, configs_dir, hub_cache), model_ids)
+
+
+def _pull_or_error(model_id: str, configs_dir: Path, hub_cache: Path | None) -> Pulled | ConfigSourceError:
+    try:
+        return pull_config(model_id, configs_dir, hub_cache=hub_cache)
+    except ConfigSourceError as error:
+        return error
+
+
+def pull_config(model_id: str, configs_dir: Path, *, hub_cache: Path | None = None) -> Pulled:
+    """Download ``model_id``'s ``config.json`` from the Hub (``HF_ENDPOINT``, read at each call) and
+    write it, unchanged, with its pull record. The revision is the commit the Hub resolved ``main``
+    to. ``hub_cache``: huggingface_hub's cache folder (default: its own, ``HF_HUB_CACHE``)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        downloaded = Path(hf_hub_download(
+            model_id, CONFIG_FILE, cache_dir=hub_cache, endpoint=os.environ.get("HF_ENDPOINT") or None
+        ))
+    except Exception as error:  # huggingface_hub raises HTTP, OS and validation errors of many types
+        raise ConfigSourceError(f"downloading {CONFIG_FILE} failed: {_brief(error)}", source=model_id) from error
+    # hf_hub_download returns <cache>/models--org--name/snapshots/<commit>/config.json.
+    revision = downloaded.parent.name
+    if not _COMMIT.fullmatch(revision):
+        raise ConfigSourceError(f"the Hub did not say which commit {downloaded} is from", source=model_id)
+    content = downloaded.read_bytes()
+    try:
+        if not isinstance(json.loads(content), dict):
+            raise ValueError("not a JSON object")
+    except ValueError as error:
+        raise ConfigSourceError(f"the downloaded {CONFIG_FILE} is not a JSON object: {error}", source=model_id) from error
+    return Pulled(model_id=model_id, revision=revision,
+                  config_file=write_pulled_config(configs_dir, model_id, content, revision=revision))
+
+
+def _brief(error: Exception) -> str:
+    """The first line of a huggingface_hub error (the rest is request ids and URLs)."""
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

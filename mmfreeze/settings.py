@@ -1,0 +1,205 @@
+"""Repository settings: the ``[tool.mmfreeze]`` table of the repository's ``pyproject.toml``.
+
+Parsed and validated here only, once per command, into a frozen :class:`Settings`; every other
+module receives typed values. Command-line options override them (:meth:`Settings.overridden`).
+
+```toml
+[tool.mmfreeze]
+configs = "model_configs"            # <org>/<name>/config.json per model id (`mmfreeze configs pull`)
+exclude = ["recipes/experimental/**", "recipes/custom_code_*.yaml"]
+snapshots = "ci/snapshots"           # default "snapshots"
+[tool.mmfreeze.allow_targets]
+"my_pkg.MyVLM.from_pretrained" = "AutoModelForImageTextToText"
+```
+
+The repository root (:func:`find_root`) is what every relative path above, every recipe key and
+every snapshot path is relative to, so a command gives the same result from any folder.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from mmfreeze.exceptions import SettingsError
+
+PYPROJECT = "pyproject.toml"
+TABLE = "tool.mmfreeze"
+DEFAULT_SNAPSHOTS = "snapshots"
+REPOSITORY_MARKERS = (".git", ".hg")
+"""A folder holding one of these is a repository root: the search for settings stops there."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """One repository's settings, every path absolute."""
+
+    root: Path
+    """The repository root (:func:`find_root`): recipe keys, snapshot paths and the relative
+    paths below are relative to it, whatever the current directory."""
+    pyproject: Path | None = None
+    """The ``pyproject.toml`` the settings were read from; ``None`` when defaults apply."""
+    configs: Path | None = None
+    """``configs``: the folder of model configs, ``<org>/<name>/config.json`` per model id,
+    searched after a recipe's local directory and before the bundled registry."""
+    exclude: tuple[str, ...] = ()
+    """``exclude``: globs of recipe paths relative to the root (``**`` spans folders; a glob that
+    matches a folder excludes everything below it)."""
+    allow_targets: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``allow_targets``: extra ``model._target_`` -> transformers Auto class entries."""
+    snapshots: Path
+    """``snapshots``: the snapshot folder (default ``snapshots`` under the root)."""
+
+    def overridden(
+        self, *, configs: Path | None = None, snapshots: Path | None = None,
+        allow_targets: Iterable[tuple[str, str]] = (),
+    ) -> Settings:
+        """These settings with command-line values on top. Paths given on the command line are
+        relative to the current directory, as every command-line path is."""
+        return replace(
+            self,
+            configs=configs.absolute() if configs is not None else self.configs,
+            snapshots=snapshots.absolute() if snapshots is not None else self.snapshots,
+            allow_targets=MappingProxyType({**self.allow_targets, **dict(allow_targets)}),
+        )
+
+    def describe(self, key: str) -> str:
+        """How a message names a setting: ``[tool.mmfreeze] exclude``."""
+        return f"[{TABLE}] {key}"
+
+
+def find_settings(paths: Sequence[Path] = (), *, cwd: Path | None = None) -> Settings:
+    """The settings that apply to ``paths`` (the current directory when there are none)."""
+    cwd = (cwd or Path.cwd()).absolute()
+    root, pyproject = find_root(_start_folder(paths, cwd), cwd=cwd)
+    if pyproject is None:
+        return default_settings(root)
+    return parse_settings(_read_table(pyproject) or {}, root=root, pyproject=pyproject)
+
+
+def find_root(start: Path, *, cwd: Path) -> tuple[Path, Path | None]:
+    """The repository root above ``start`` and the ``pyproject.toml`` holding its settings.
+
+    Walking up from ``start``: the first folder whose ``pyproject.toml`` has a ``[tool.mmfreeze]``
+    table (the settings' file), or else the first that is a repository root (``.git`` or ``.hg``;
+    the walk never leaves a repository). Outside any repository, the nearest folder with a
+    ``pyproject.toml``; failing that, ``cwd``.
+    """
+    nearest_pyproject: Path | None = None
+    for folder in (start, *start.parents):
+        candidate = folder / PYPROJECT
+        if candidate.is_file():
+            if _read_table(candidate) is not None:
+                return folder, candidate
+            nearest_pyproject = nearest_pyproject or folder
+        if any((folder / marker).exists() for marker in REPOSITORY_MARKERS):
+            return folder, None
+    return (nearest_pyproject or cwd), None
+
+
+def default_settings(root: Path) -> Settings:
+    return Settings(root=root, snapshots=root / DEFAULT_SNAPSHOTS)
+
+
+def parse_settings(table: Mapping[str, Any], *, root: Path, pyproject: Path | None = None) -> Settings:
+    """Validate a ``[tool.mmfreeze]`` table; an error names the file, the key and what is valid."""
+    source = str(pyproject) if pyproject is not None else PYPROJECT
+    unknown = sorted(set(table) - set(_PARSERS))
+    if unknown:
+        import difflib  # only for this message
+
+        key = unknown[0]
+        close = difflib.get_close_matches(key, _PARSERS, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        raise SettingsError(
+            f"unknown setting; {hint}valid settings: {', '.join(sorted(_PARSERS))}", source=source, key=f"{TABLE}.{key}"
+        )
+    values = {name: parse(table[name], root=root, source=source) for name, parse in _PARSERS.items() if name in table}
+    return replace(default_settings(root), pyproject=pyproject, **values)
+
+
+def _start_folder(paths: Sequence[Path], cwd: Path) -> Path:
+    """The deepest existing folder containing every path (a file counts as its folder)."""
+    if not paths:
+        return cwd
+    folders = [_existing_folder(cwd / path) for path in paths]
+    common = folders[0]
+    for folder in folders[1:]:
+        while not folder.is_relative_to(common):
+            common = common.parent
+    return common
+
+
+def _existing_folder(path: Path) -> Path:
+    path = path.resolve()
+    while not path.is_dir() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _read_table(pyproject: Path) -> Mapping[str, Any] | None:
+    """The ``[tool.mmfreeze]`` table, or ``None`` when the file has none."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"cannot read: {error}", source=str(pyproject)) from error
+    if "mmfreeze" not in text:  # most pyproject files: no need to parse them
+        return None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"not valid TOML: {error}", source=str(pyproject)) from error
+    table = document.get("tool", {}).get("mmfreeze")
+    if table is not None and not isinstance(table, Mapping):
+        raise SettingsError("must be a table", source=str(pyproject), key=TABLE)
+    return table
+
+
+def _folder(name: str) -> Any:
+    def parse(value: Any, *, root: Path, source: str) -> Path:
+        if not isinstance(value, str) or not value.strip():
+            raise SettingsError(
+                f"expected a folder path relative to the repository root, e.g. {name} = \"{_EXAMPLES[name]}\"; "
+                f"got {value!r}", source=source, key=f"{TABLE}.{name}",
+            )
+        return (root / Path(value).expanduser()).absolute()
+    return parse
+
+
+def _exclude(value: Any, *, root: Path, source: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise SettingsError(
+            f"expected a list of globs relative to the repository root, e.g. exclude = [\"recipes/experimental/**\"]; "
+            f"got {value!r}", source=source, key=f"{TABLE}.exclude",
+        )
+    return tuple(value)
+
+
+def _allow_targets(value: Any, *, root: Path, source: str) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise SettingsError(
+            "expected a table of `_target_` = \"AutoModelFor...\" entries, e.g. "
+            "[tool.mmfreeze.allow_targets] \"my_pkg.MyVLM.from_pretrained\" = \"AutoModelForImageTextToText\"; "
+            f"got {value!r}", source=source, key=f"{TABLE}.allow_targets",
+        )
+    for target, auto_class in value.items():
+        if not isinstance(auto_class, str) or not auto_class.startswith("AutoModel"):
+            raise SettingsError(
+                f"expected a transformers Auto class name (AutoModelForImageTextToText, AutoModelForCausalLM, ...); "
+                f"got {auto_class!r}", source=source, key=f"{TABLE}.allow_targets.{target}",
+            )
+    return MappingProxyType(dict(value))
+
+
+_EXAMPLES = {"configs": "model_configs", "snapshots": DEFAULT_SNAPSHOTS}
+_PARSERS = {
+    "allow_targets": _allow_targets,
+    "configs": _folder("configs"),
+    "exclude": _exclude,
+    "snapshots": _folder("snapshots"),
+}
+"""Setting name -> its parser, which returns the typed value or raises :class:`SettingsError`."""
