@@ -10,7 +10,7 @@ from mmfreeze.snapshots.format import Snapshot, SnapshotHeader
 
 
 def snapshot(frozen: list[str], *, trainable_tensors: int) -> Snapshot:
-    header = SnapshotHeader(recipe="r.yaml", model_id="m", architecture="Sequential", framework="nemo-automodel 0.7",
+    header = SnapshotHeader(recipe="r.yaml", model_id="m", config="local", architecture="Sequential", framework="nemo-automodel 0.7",
                             transformers="5.24.0", frozen_tensors=len(frozen), trainable_tensors=trainable_tensors,
                             frozen_parameters=0, trainable_parameters=0)
     return Snapshot(header=header, lines=tuple(sorted(frozen)))
