@@ -15,7 +15,7 @@ from mmfreeze.cli.options import model_loading_options, recipe_finder, repositor
 from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_recipes_in_each
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.models.batch import start_workers
+from mmfreeze.models.batch import BuildTick, start_workers
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, render_markdown
@@ -66,11 +66,12 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @click.option("--report", "report_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True, help="Report format: text for a terminal, markdown for a pull-request comment, json for machines.")
 @click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output; a Markdown report is then whole, not cut to fit a pull-request comment.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary line.")
+@click.option("--progress", is_flag=True, help="Show progress (a line per model built, a bar per recipe checked) even when $CI is set.")
 @workers_option
 @model_loading_options
 def snapshot(
     paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path | None, report_format: str,
-    report_file: Path | None, quiet: bool, workers: int | None, allow_network: bool,
+    report_file: Path | None, quiet: bool, progress: bool, workers: int | None, allow_network: bool,
     allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
@@ -92,7 +93,7 @@ def snapshot(
         )
         if recipes and FrozenSetCache(cache_directory(cache_dir, no_cache)).is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
-        result = _run(request, total=len(recipes), show=not (quiet or in_ci()))
+        result = _run(request, total=len(recipes), show=not quiet and (progress or not in_ci()))
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -110,7 +111,16 @@ def snapshot(
 def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:
     with Progress(console=err, transient=True, disable=not show) as progress:
         task = progress.add_task("checking snapshots", total=total)
-        return run_snapshots(request, on_progress=lambda done, _: progress.update(task, completed=done))
+
+        def built(tick: BuildTick) -> None:
+            # One line per distinct model: a cold run spends most of its time here, before any check.
+            progress.console.print(
+                f"built {escape(tick.model_id)} ({escape(tick.built)}) in {tick.seconds:.1f}s [{tick.done}/{tick.total}]",
+                highlight=False,
+            )
+
+        return run_snapshots(request, on_progress=lambda done, _: progress.update(task, completed=done),
+                             on_build=built if show else None)
 
 
 def _report_text(result: SnapshotRunResult, report_format: str, *, whole: bool) -> str:

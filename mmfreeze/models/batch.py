@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import time
 import multiprocessing.forkserver
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,6 +35,19 @@ WORKER_DIED = (
     "out-of-memory killer, or crashed); --workers 1 builds in this process instead"
 )
 PRELOAD = ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "mmfreeze.models.loader")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildTick:
+    """One distinct model built (or failed): what a progress display shows while workers build."""
+
+    done: int
+    total: int
+    model_id: str
+    """The first recipe's model id for this build."""
+    built: str
+    """The built class name, or ``failed``."""
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -61,11 +75,12 @@ def build_missing(
     workers: int | None = None,
     allow_network: bool = False,
     on_built: Callable[[str], None] | None = None,
+    on_tick: Callable[[BuildTick], None] | None = None,
 ) -> dict[Path, MmfreezeError]:
     """Put every recipe's structure into ``cache``, building each missing one once.
 
     ``on_built(key)`` runs in this process as each new structure arrives, while the workers
-    build the rest. Returns the recipes that could not get a structure, with the error that
+    build the rest; ``on_tick`` then hears of every build, failed ones included. Returns the recipes that could not get a structure, with the error that
     stopped them (the others carry on). Entries already in the cache are not read.
     """
     workers = workers or default_workers()
@@ -83,13 +98,17 @@ def build_missing(
             users.setdefault(key, []).append(recipe)
             if workers > 1:
                 _forkserver()  # starts importing torch now, while the remaining recipes are read
-    for key, outcome in _build_all(list(pending.values()), workers):
+    for done, (key, outcome, seconds) in enumerate(_build_all(list(pending.values()), workers), start=1):
         if isinstance(outcome, ModelStructure):
             cache.put(key, outcome)
             if on_built is not None:
                 on_built(key)
         else:
             errors.update((recipe.path, _for_recipe(outcome, recipe)) for recipe in users[key])
+        if on_tick is not None:
+            built = outcome.class_name if isinstance(outcome, ModelStructure) else "failed"
+            on_tick(BuildTick(done=done, total=len(pending), model_id=pending[key].recipe.model.model_id,
+                              built=built, seconds=seconds))
     return errors
 
 
@@ -98,7 +117,11 @@ def _for_recipe(error: MmfreezeError, recipe: Recipe) -> MmfreezeError:
     return type(error)(error.message, source=recipe.display_path, key="model")
 
 
-def _build_all(pending: list[_Pending], workers: int) -> Iterator[tuple[str, ModelStructure | MmfreezeError]]:
+Built = tuple[str, ModelStructure | MmfreezeError, float]
+"""A build's key, its structure or error, and the seconds it took in its process."""
+
+
+def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
     jobs = [(p.key, p.source.config, p.recipe.model.auto_class, p.recipe.display_path) for p in pending]
@@ -117,7 +140,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[tuple[str, Mod
                 yield _decode(future.result())
             except BrokenProcessPool:
                 key, _, _, display_path = futures[future]
-                yield key, ModelBuildError(WORKER_DIED, source=display_path, key="model")
+                yield key, ModelBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:
@@ -130,15 +153,17 @@ def _forkserver() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _decode(outcome: tuple[str, Any]) -> tuple[str, ModelStructure | MmfreezeError]:
-    key, value = outcome
-    return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value
+def _decode(outcome: tuple[str, Any, float]) -> Built:
+    key, value, seconds = outcome
+    return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value, seconds
 
 
-def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[str, Any] | MmfreezeError]:
+def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
     """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
     key, config, auto_class, display_path = job
+    started = time.perf_counter()
     try:
-        return key, build_structure(config, auto_class, source=display_path).to_json()
+        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path).to_json()
     except MmfreezeError as error:
-        return key, error
+        value = error
+    return key, value, time.perf_counter() - started

@@ -8,13 +8,13 @@ snapshot is one cache lookup. Recipes with the same model and freezing setup sha
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
-from mmfreeze.models.batch import build_missing
+from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
@@ -75,7 +75,10 @@ class ComputedSnapshot:
         return _compute(self.recipe, self.options).structure
 
 
-def prefetch(paths: Sequence[Path], options: LoadingOptions, *, workers: int | None = None) -> None:
+def prefetch(
+    paths: Sequence[Path], options: LoadingOptions, *, workers: int | None = None,
+    on_build: Callable[[BuildTick], None] | None = None,
+) -> None:
     """Parse every recipe once, build the distinct models of those whose frozen set is not cached
     in parallel, and compute each frozen set as soon as its model arrives, so this process works
     while the workers build the rest. Recipes that fail here are skipped: their own step reports
@@ -101,7 +104,8 @@ def prefetch(paths: Sequence[Path], options: LoadingOptions, *, workers: int | N
             with contextlib.suppress(MmfreezeError):  # the recipe's own step reports it
                 _record(recipe, options)
 
-    build_missing(uncached(), options.cache, workers=workers, allow_network=options.allow_network, on_built=compute_waiting)
+    build_missing(uncached(), options.cache, workers=workers, allow_network=options.allow_network,
+                  on_built=compute_waiting, on_tick=on_build)
 
 
 def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedSnapshot:

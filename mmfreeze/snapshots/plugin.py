@@ -16,6 +16,7 @@ as the command line's, and the ``[tool.mmfreeze]`` settings of the rootdir's pyp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from mmfreeze.models.config_sources import missing_configs_summary
 from mmfreeze.recipes.discovery import SKIPPED_DIRS, RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
+from mmfreeze.models.batch import BuildTick
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.diff import diff_snapshots
@@ -43,6 +45,8 @@ from mmfreeze.settings import Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
 DOCUMENTS_KEY = pytest.StashKey[YamlDocuments]()
+BUILD_PROGRESS_KEY = pytest.StashKey[Callable[[BuildTick], None]]()
+"""Set by the CLI's session (``mmfreeze.snapshots.run``) to hear of every model build."""
 """The YAML `mmfreeze snapshot` already parsed while finding the recipes (set by the caller before
 this plugin configures), so a run parses each file once."""
 
@@ -141,7 +145,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = session.config.stash[RUN_KEY]
     paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
     if paths:
-        prefetch(paths, run.loading, workers=session.config.option.mmfreeze_workers)
+        prefetch(paths, run.loading, workers=session.config.option.mmfreeze_workers,
+                 on_build=session.config.stash.get(BUILD_PROGRESS_KEY, None))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -24,7 +24,8 @@ import pytest
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.layout import scope_dir
 from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.snapshots.plugin import DOCUMENTS_KEY, RUN_KEY
+from mmfreeze.models.batch import BuildTick
+from mmfreeze.snapshots.plugin import BUILD_PROGRESS_KEY, DOCUMENTS_KEY, RUN_KEY
 from mmfreeze.snapshots.results import SnapshotRunResult
 
 Mode = Literal["check", "update", "new-only"]
@@ -83,17 +84,23 @@ def pytest_args(request: RunRequest) -> list[str]:
 class _Collector:
     """Reads the plugin's results back out of the session, and reports progress."""
 
-    def __init__(self, on_progress: Callable[[int, int], None] | None, documents: YamlDocuments | None) -> None:
+    def __init__(
+        self, on_progress: Callable[[int, int], None] | None, documents: YamlDocuments | None,
+        on_build: Callable[[BuildTick], None] | None,
+    ) -> None:
         self.result: SnapshotRunResult | None = None
         self.total = 0
         self.done = 0
         self.on_progress = on_progress
         self.documents = documents
+        self.on_build = on_build
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         if self.documents is not None:  # before the plugin configures: it reuses them
             config.stash[DOCUMENTS_KEY] = self.documents
+        if self.on_build is not None:
+            config.stash[BUILD_PROGRESS_KEY] = self.on_build
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
@@ -109,9 +116,12 @@ class _Collector:
 
 
 def run_snapshots(
-    request: RunRequest, *, on_progress: Callable[[int, int], None] | None = None
+    request: RunRequest, *, on_progress: Callable[[int, int], None] | None = None,
+    on_build: Callable[[BuildTick], None] | None = None,
 ) -> SnapshotRunResult:
-    collector = _Collector(on_progress, request.documents)
+    """Run the session; ``on_progress(done, total)`` per recipe checked, ``on_build`` per distinct
+    model built before the checks start (the long part of a cold run)."""
+    collector = _Collector(on_progress, request.documents, on_build)
     status = pytest.main(pytest_args(request), plugins=[collector])
     if collector.result is None or status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise SnapshotError(f"the snapshot session did not run (pytest exit status {int(status)})")

@@ -246,3 +246,12 @@ def test_committed_snapshots_match_every_example_recipe() -> None:
     """CI fails on any unreviewed change to what the shipped recipes freeze."""
     result = run(REPO_ROOT, "example_configs", "--check")
     assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+
+
+def test_a_cold_run_shows_a_line_per_model_built_only_when_asked_under_ci(corpus: Path) -> None:
+    quiet_ci = run(corpus, "recipes", "--check", "--cache-dir", str(corpus / "cache-a"))
+    asked = run(corpus, "recipes", "--check", "--progress", "--cache-dir", str(corpus / "cache-b"))
+    assert quiet_ci.returncode == asked.returncode == ExitCode.OK
+    assert "built" not in quiet_ci.stderr
+    # three recipes, one distinct model: one tick, with the model and the class it built
+    assert asked.stderr.count("built ") == 1 and "(LlavaForConditionalGeneration) in " in asked.stderr and "[1/1]" in asked.stderr
