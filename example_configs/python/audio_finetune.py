@@ -11,9 +11,10 @@ def prepare(model, train_encoder: bool):
 
 def prepare_default(model):
     # an empty dict still freezes the vision tower (legacy default)
-    apply_freeze_config(model, {"vision": {"tower": True}, "language_model": False})
+    # mmfreeze: models=Qwen/Qwen2-Audio-7B-Instruct,mistralai/Voxtral-Mini-3B-2507
+    apply_freeze_config(model, {"audio": {"tower": False, "projector": False}, "language_model": False})
     return model
 
 
 def prepare_video(model):
-    apply_freeze_config(model, freeze_config={"vision": {"tower": False}, "language_model": False, "modules": ["patch_generator.video_embedder"]})
+    apply_parameter_freezing(model, freeze_config={"freeze_video_embedder": True, "freeze_vision_tower": False})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from mmfreeze.freeze.targets import canonical_by_raw
 from mmfreeze.resolver import ResolvedInventory
 
 
@@ -12,9 +13,7 @@ def group_parameters(raw_names: Iterable[str], inventory: ResolvedInventory) -> 
     """Group label -> parameter count; a label is the resolved owner (``vision.projector model.x``),
     ``language_model``, or else the parameter's parent module."""
     owner = _owner_labels(inventory)
-    canonical = {}
-    for name, raw in inventory.raw_parameter_names.items():
-        canonical.setdefault(raw, name)
+    canonical = canonical_by_raw(inventory)
     counts = Counter(
         owner.get(canonical.get(raw, raw)) or canonical.get(raw, raw).rpartition(".")[0] or "(root)" for raw in raw_names
     )

@@ -1,8 +1,12 @@
-"""`--mode intent`: write what the legacy keys meant, and list every difference from what they did.
+"""`--mode intent`: write what the framework keys meant, and list every difference from what they did.
 
-``freeze_vision_tower`` -> ``vision.tower`` (default true), ``freeze_audio_tower`` -> ``audio.tower``,
-``freeze_language_model`` -> ``language_model``, ``freeze_video_embedder`` -> the module paths ending
-in ``patch_generator.video_embedder``. Every role the model has is written, unnamed ones false.
+``freeze_vision_tower`` -> ``vision.tower`` (default true unless the section has selectors),
+``freeze_audio_tower`` -> ``audio.tower``, ``freeze_language_model`` -> ``language_model``,
+``freeze_video_embedder`` -> the module paths ending in ``patch_generator.video_embedder``,
+``freeze_modules`` -> ``modules`` and ``unfreeze_modules`` -> ``except``, entry by entry. Every role
+the model has is written, unnamed ones false. An entry the new vocabulary rejects on this model
+(an exception that keeps nothing trainable, e.g. one that undid the PEFT baseline) is dropped with
+a note; the differences show what that changes.
 """
 
 from __future__ import annotations
@@ -10,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_KEY, VIDEO_EMBEDDER_SUBSTRING, plan_legacy_freeze
-from mmfreeze.freeze.new import plan_new_freeze
-from mmfreeze.freeze.plan import frozen_after
-from mmfreeze.migrate.section import FLAG_MODALITY, SectionMigration, common_notes, roles_in_order
+from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.framework import VIDEO_EMBEDDER_KEY, ModuleSelector, parse_framework_freeze_config
+from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING
+from mmfreeze.migrate.section import (
+    FLAG_MODALITY, Entry, SectionInput, SectionMigration, common_notes, roles_in_order,
+)
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
 
@@ -21,31 +27,37 @@ INTENDED_ROLE = "tower"
 
 
 def intent_section(
-    structure: ModelStructure, legacy: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
+    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
 ) -> SectionMigration:
-    """The literal translation of ``legacy``, with the parameters it freezes differently."""
-    section, notes = _translate(legacy, inventory)
-    legacy_frozen = frozen_after(structure, plan_legacy_freeze(structure, legacy))
-    new_frozen = frozen_after(structure, plan_new_freeze(structure, section, source=source, inventory=inventory))
+    """The literal translation of ``section``, with the parameters it freezes differently."""
+    task = SectionInput(structure=structure, section=section, inventory=inventory, source=source)
+    config = parse_framework_freeze_config(section, task.original.rules, source=source)
+    new, notes = _translate_flags(config.flags, inventory)
+    modules = [*new.pop("modules", []), *map(_entry, config.freeze_modules)]
+    for key, selectors in (("modules", modules), ("except", [*map(_entry, config.unfreeze_modules)])):
+        kept, dropped = _accepted(task, new, key, selectors, [*config.freeze_modules, *config.unfreeze_modules])
+        new.update({key: kept} if kept else {})
+        notes += dropped
+    frozen, original = task.frozen_with(new), task.original.frozen
     return SectionMigration(
-        section=section,
-        notes=tuple(common_notes(legacy, inventory) + notes),
-        newly_frozen=new_frozen - legacy_frozen,
-        newly_trainable=legacy_frozen - new_frozen,
+        section=new,
+        notes=tuple(common_notes(section, inventory) + notes),
+        newly_frozen=frozen - original,
+        newly_trainable=original - frozen,
     )
 
 
-def _translate(legacy: Mapping[str, Any], inventory: ResolvedInventory) -> tuple[dict[str, Any], list[str]]:
-    flags = {FLAG_MODALITY[f.key]: bool(legacy.get(f.key, f.default)) for f in LEGACY_FLAGS if f.key in FLAG_MODALITY}
+def _translate_flags(flags: Mapping[str, bool], inventory: ResolvedInventory) -> tuple[dict[str, Any], list[str]]:
+    wanted = {FLAG_MODALITY[f.key]: flags[f.key] for f in LEGACY_FLAGS if f.key in FLAG_MODALITY}
     notes = []
     section: dict[str, Any] = {}
     for modality, roles in roles_in_order(inventory).items():
-        wanted = flags.get(modality, False)
-        if wanted and INTENDED_ROLE not in roles:
+        frozen = wanted.get(modality, False)
+        if frozen and INTENDED_ROLE not in roles:
             notes.append(f"{modality} has no {INTENDED_ROLE!r} role (roles: {', '.join(roles)}); nothing of it is frozen")
-        section[modality] = {role: wanted and role == INTENDED_ROLE for role in roles}
-    section["language_model"] = bool(legacy.get("freeze_language_model", False))
-    if legacy.get(VIDEO_EMBEDDER_KEY, False):
+        section[modality] = {role: frozen and role == INTENDED_ROLE for role in roles}
+    section["language_model"] = flags["freeze_language_model"]
+    if flags[VIDEO_EMBEDDER_KEY]:
         paths = _video_embedder_paths(inventory)
         if paths:
             section["modules"] = paths
@@ -59,3 +71,24 @@ def _video_embedder_paths(inventory: ResolvedInventory) -> list[str]:
         path for path in inventory.raw_module_paths
         if path == VIDEO_EMBEDDER_SUBSTRING or path.endswith("." + VIDEO_EMBEDDER_SUBSTRING)
     )
+
+
+def _entry(selector: ModuleSelector) -> Entry:
+    return selector.path if selector.path is not None else {"glob": selector.glob}
+
+
+def _accepted(
+    task: SectionInput, section: Mapping[str, Any], key: str, entries: list[Entry], selectors: list[ModuleSelector]
+) -> tuple[list[Entry], list[str]]:
+    """The entries the new vocabulary accepts on this model, one at a time, and a note per dropped one."""
+    kept: list[Entry] = []
+    notes = []
+    for entry in entries:
+        try:
+            task.frozen_with({**section, key: [*kept, entry]})
+        except FreezeConfigError as error:
+            origin = next((s.where for s in selectors if _entry(s) == entry), key)
+            notes.append(f"{origin} ({entry}) dropped: {error.message}")
+            continue
+        kept.append(entry)
+    return kept, notes

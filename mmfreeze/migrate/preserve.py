@@ -1,129 +1,157 @@
-"""`--mode preserve`: the simplest new-vocabulary section whose frozen set equals the legacy one.
+"""`--mode preserve`: the simplest new section whose frozen set equals the framework's result.
 
-Algorithm: T is what the legacy engine froze on the trained structure (LoRA adapters included).
-A (modality, role) group, disjoint by resolver ownership, is flagged true when it is non-empty, lies
-inside the legacy frozen set and the legacy plan froze some of it; `language_model` likewise. What
-of T the flags leave uncovered is covered by the fewest maximal module paths whose parameters are
-all frozen under legacy, each with the legacy rule that froze it. The result is verified against
-the new engine; a mismatch raises, so a wrong section is never written.
+T is what the framework freezes for the original section (legacy flags, 0.7 selectors or both)
+on the trained structure, invariants included. Parameters frozen whatever a section says (before
+it runs, or by the invariants) are don't-care; the rest of T must be frozen by the new section
+("required"), and everything outside T must stay trainable.
+
+1. Each (modality, role) group and the language model is flagged true when the original froze
+   some of it and none of it trains; a group that is frozen except for a part is flagged true with
+   that part under `except` when that takes fewer entries than listing its frozen part.
+2. The required parameters no flag covers get the fewest `modules:` entries (paths, layer ranges,
+   globs; :mod:`mmfreeze.migrate.cover`), none of which touches a trainable parameter.
+3. The result is checked against the new engine; a mismatch raises, so a wrong section is never
+   written. A section the new vocabulary cannot express (one that makes trainable what was frozen
+   before it runs, e.g. `unfreeze_modules` of a base weight under PEFT) is refused the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.freeze.legacy import plan_legacy_freeze
-from mmfreeze.freeze.new import plan_new_freeze
-from mmfreeze.freeze.plan import FreezePlan, frozen_after
-from mmfreeze.migrate.section import SectionMigration, common_notes, roles_in_order
+from mmfreeze.freeze.engine import BUILT_FROZEN_RULE, PEFT_BASELINE_RULE
+from mmfreeze.freeze.targets import FROZEN_BEFORE, LANGUAGE_MODEL_KEY
+from mmfreeze.migrate.compare import group_parameters
+from mmfreeze.migrate.cover import cover
+from mmfreeze.migrate.section import SectionInput, SectionMigration, common_notes, entry_key, roles_in_order
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
 
+_START_RULES = (BUILT_FROZEN_RULE, PEFT_BASELINE_RULE)
+
+
+@dataclass(frozen=True)
+class Goal:
+    """The framework's frozen set for one section, split by what a new section must do about it."""
+
+    task: SectionInput
+
+    @cached_property
+    def frozen(self) -> frozenset[str]:
+        return self.task.original.frozen
+
+    @cached_property
+    def trainable(self) -> frozenset[str]:
+        """Must stay trainable: outside the framework's frozen set."""
+        return self.task.targets.all_names - self.frozen
+
+    @cached_property
+    def required(self) -> frozenset[str]:
+        """Must be frozen by the new section: in the frozen set, not frozen whatever it says."""
+        return self.frozen - self.task.targets.fixed.keys()
+
+    @cached_property
+    def touched(self) -> frozenset[str]:
+        """Frozen last by the original section's own rules (not the start state, not an invariant)."""
+        invariant = {name for name, why in self.task.targets.fixed.items() if why != FROZEN_BEFORE}
+        rules = self.task.original.plan.rules_by_parameter
+        return frozenset(name for name, found in rules.items() if found[0] not in _START_RULES) - invariant
+
 
 def preserve_section(
-    structure: ModelStructure, legacy: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
+    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
 ) -> SectionMigration:
-    """The section that freezes exactly what ``legacy`` froze on ``structure`` (the trained one)."""
-    legacy_plan = plan_legacy_freeze(structure, legacy)
-    target = frozen_after(structure, legacy_plan)
-    section = _flag_section(legacy_plan, target, inventory)
-    covered = frozen_after(structure, plan_new_freeze(structure, section, source=source, inventory=inventory))
-    reasons = _cover_remainder(legacy_plan, target, covered, inventory)
-    if reasons:
-        section["modules"] = list(reasons)
-    new_frozen = frozen_after(structure, plan_new_freeze(structure, section, source=source, inventory=inventory))
-    if new_frozen != target:
+    """The section that freezes exactly what ``section`` freezes on ``structure`` (the trained one)."""
+    goal = Goal(SectionInput(structure=structure, section=section, inventory=inventory, source=source))
+    _refuse_unfreezing(goal)
+    new, kept = _flag_section(goal)
+    flagged = goal.task.frozen_with(new) - goal.task.targets.fixed.keys()
+    modules = cover(goal.task.targets, goal.required - flagged, avoid=goal.trainable)
+    exceptions = cover(goal.task.targets, kept, avoid=goal.required)
+    new.update({key: entries for key, entries in (("modules", modules), ("except", exceptions)) if entries})
+    frozen = goal.task.frozen_with(new)
+    if frozen != goal.frozen:
         raise MigrationError(
-            f"preserve mode could not reproduce the legacy frozen set ({len(new_frozen - target)} newly frozen, "
-            f"{len(target - new_frozen)} newly trainable); nothing written, use --mode intent to review",
+            f"preserve mode could not reproduce the framework's frozen set ({len(frozen - goal.frozen)} newly "
+            f"frozen, {len(goal.frozen - frozen)} newly trainable); nothing written, use --mode intent to review",
             source=source, key="freeze_config",
         )
-    notes = common_notes(legacy, inventory) + _partial_notes(legacy_plan, section, inventory)
-    return SectionMigration(section=section, module_reasons=reasons, notes=tuple(notes))
+    legacy = goal.task.vocabulary == "legacy"
+    notes = common_notes(section, inventory) + _partial_notes(goal, new)
+    reasons = {entry_key(entry): _reason(goal, entry) for entry in modules} if legacy else {}
+    return SectionMigration(section=new, module_reasons=reasons, notes=tuple(notes))
 
 
-def _partial_notes(plan: FreezePlan, section: Mapping[str, Any], inventory: ResolvedInventory) -> list[str]:
-    """Flags left false although the legacy plan froze part of the group: the reviewer should know why."""
-    raw = inventory.raw_parameter_names
-    groups = [(f"{i.spec.modality}.{i.spec.role}", i.parameters) for i in inventory.modules if i.spec.role is not None]
-    groups.append(("language_model", inventory.language_model.parameters))
+def _refuse_unfreezing(goal: Goal) -> None:
+    unfrozen = goal.task.targets.fixed.keys() & goal.trainable
+    if unfrozen:
+        groups = group_parameters(unfrozen, goal.task.inventory)
+        shown = ", ".join(f"{label} ({count})" for label, count in groups.items())
+        raise MigrationError(
+            f"the framework's result makes trainable {len(unfrozen)} parameters that are frozen before the section "
+            f"runs (built frozen or by the PEFT baseline): {shown}. The new vocabulary never unfreezes those "
+            "(`except` only carves out of what the section itself freezes); nothing written, keep this section "
+            "in nemo-automodel's vocabulary",
+            source=goal.task.source, key="freeze_config",
+        )
+
+
+def _groups(goal: Goal) -> Iterator[tuple[str, str | None, frozenset[str]]]:
+    """(modality or ``language_model``, role, parameters) for every group a flag can freeze."""
+    for modality, roles in roles_in_order(goal.task.inventory).items():
+        for role in roles:
+            yield modality, role, goal.task.targets.role_names(modality, role)
+    yield LANGUAGE_MODEL_KEY, None, goal.task.targets.language_model
+
+
+def _flag_section(goal: Goal) -> tuple[dict[str, Any], frozenset[str]]:
+    """Role flags and ``language_model``, and what `except` must keep trainable inside them."""
+    section: dict[str, Any] = {}
+    kept: set[str] = set()
+    for modality, role, names in _groups(goal):
+        flag, exception = _decide(goal, names)
+        kept |= exception
+        if role is None:
+            section[modality] = flag
+        else:
+            section.setdefault(modality, {})[role] = flag
+    return section, frozenset(kept)
+
+
+def _decide(goal: Goal, names: frozenset[str]) -> tuple[bool, frozenset[str]]:
+    """Flag a group when the original froze some of it and no part of it trains, or when keeping
+    its trainable part as exceptions takes fewer entries than listing its required part."""
+    if not names & goal.touched:
+        return False, frozenset()
+    trainable = names & goal.trainable
+    if not trainable:
+        return True, frozenset()
+    targets = goal.task.targets
+    if len(cover(targets, trainable, avoid=goal.required)) < len(cover(targets, names & goal.required, avoid=goal.trainable)):
+        return True, trainable
+    return False, frozenset()
+
+
+def _partial_notes(goal: Goal, section: Mapping[str, Any]) -> list[str]:
+    """Flags left false although the original froze part of the group, and flags with exceptions."""
     notes = []
-    for label, names in groups:
-        hit = sum(raw[name] in plan.frozen for name in names)
-        modality, _, role = label.partition(".")
-        flagged = section.get(modality, {}).get(role) if role else section.get(modality)
-        if 0 < hit and not flagged:
-            notes.append(f"{label} written false: legacy froze only {hit} of its {len(names)} parameters")
+    for modality, role, names in _groups(goal):
+        label = f"{modality}.{role}" if role else modality
+        flagged = section[modality][role] if role else section[modality]
+        hit = len(names & goal.touched)
+        kept = len(names & goal.trainable)
+        if hit and not flagged:
+            notes.append(f"{label} written false: the original froze only {hit} of its {len(names)} parameters")
+        elif flagged and kept:
+            notes.append(f"{label} written true with `except`: {kept} of its {len(names)} parameters stay trainable")
     return notes
 
 
-def _flag_section(plan: FreezePlan, target: frozenset[str], inventory: ResolvedInventory) -> dict[str, Any]:
-    raw = inventory.raw_parameter_names
-    members: dict[tuple[str, str], list[str]] = {}
-    for info in inventory.modules:
-        if info.spec.role is not None:
-            members.setdefault((info.spec.modality, info.spec.role), []).extend(raw[n] for n in info.parameters)
-    section: dict[str, Any] = {
-        modality: {role: _fully_frozen(members[(modality, role)], plan, target) for role in roles}
-        for modality, roles in roles_in_order(inventory).items()
-    }
-    section["language_model"] = _fully_frozen([raw[n] for n in inventory.language_model.parameters], plan, target)
-    return section
-
-
-def _fully_frozen(names: list[str], plan: FreezePlan, target: frozenset[str]) -> bool:
-    """Non-empty, frozen under legacy, and frozen by the legacy plan (not only built frozen)."""
-    return bool(names) and all(n in target for n in names) and any(n in plan.frozen for n in names)
-
-
-def _cover_remainder(
-    plan: FreezePlan, target: frozenset[str], covered: frozenset[str], inventory: ResolvedInventory
-) -> dict[str, str]:
-    """Fewest maximal module paths covering what the plan froze beyond ``covered``, with reasons."""
-    under = _raw_names_under_prefixes(inventory)
-    addressable = set(inventory.raw_module_paths) | set(inventory.raw_parameter_names)
-    remainder = sorted(plan.frozen - covered)
-    canonical = _canonical_by_raw(inventory)
-    chosen: dict[str, set[str]] = {}
-    for name in remainder:
-        path = _highest_eligible(canonical[name], under, addressable, target)
-        chosen.setdefault(path, set()).add(name)
-    return {path: _reason(names, plan) for path, names in sorted(chosen.items(), key=lambda item: _natural(item[0]))}
-
-
-def _natural(path: str) -> list[tuple[int, int | str]]:
-    """Sort key that puts ``layers.2`` before ``layers.10``."""
-    return [(0, int(part)) if part.isdigit() else (1, part) for part in path.split(".")]
-
-
-def _highest_eligible(name: str, under: Mapping[str, set[str]], addressable: set[str], target: frozenset[str]) -> str:
-    parts = name.split(".")
-    for end in range(1, len(parts) + 1):
-        prefix = ".".join(parts[:end])
-        if prefix in addressable and under[prefix] <= target:
-            return prefix
-    return name
-
-
-def _raw_names_under_prefixes(inventory: ResolvedInventory) -> dict[str, set[str]]:
-    """Every dotted prefix of a canonical name -> the raw parameters a `modules:` entry there freezes."""
-    under: dict[str, set[str]] = {}
-    for name, raw in inventory.raw_parameter_names.items():
-        parts = name.split(".")
-        for end in range(1, len(parts) + 1):
-            under.setdefault(".".join(parts[:end]), set()).add(raw)
-    return under
-
-
-def _canonical_by_raw(inventory: ResolvedInventory) -> dict[str, str]:
-    canonical: dict[str, str] = {}
-    for name, raw in inventory.raw_parameter_names.items():
-        canonical.setdefault(raw, name)
-    return canonical
-
-
-def _reason(names: Iterable[str], plan: FreezePlan) -> str:
-    rules = sorted({rule for name in names for rule in plan.rules_by_parameter[name]})
-    return "legacy " + "; ".join(rules) + " also froze this"
+def _reason(goal: Goal, entry: Any) -> str:
+    rules = goal.task.original.plan.rules_by_parameter
+    found = sorted({rules[name][0] for name in goal.task.entry_names(entry) & goal.touched})
+    return "legacy " + "; ".join(found) + " also froze this"

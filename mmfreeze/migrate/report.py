@@ -14,8 +14,9 @@ Status = Literal[
 ]
 REPORT_FORMATS = ("text", "markdown", "json")
 PYTHON_NOTE = (
-    "Python call sites have no model: they are translated by intent with the legacy defaults written "
-    "out; the frozen-set snapshots of the recipes that use them are the check"
+    "Python call sites name no model: a call is rewritten only when bound to models "
+    "(`# mmfreeze: models=...` or `recipes=...`) and proven equal on each of them; the others keep "
+    "the legacy call and are listed with file:line"
 )
 
 

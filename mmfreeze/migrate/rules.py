@@ -2,8 +2,9 @@
 
 Order is the order rules run in a file. YAML: MF001 rewrites `freeze_config`; MF002 runs before
 MF003 because both write into `distributed.multimodal` and MF003 then finds the block MF002
-created. Python: MF101 (calls of the legacy function) runs before MF102 (`freeze_config=`
-keywords) so that a call both could claim is claimed by MF101, which also renames the function.
+created. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
+runs before MF102 (`freeze_config=` keywords, legacy key reads) so that a call both could claim is
+claimed by MF101, which also renames the function.
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ class Rule:
 
 
 MF001 = Rule(id="MF001", name="freeze-config-vocabulary",
-             description="YAML `freeze_config`: legacy freeze_* keys -> (modality, role) flags, language_model, modules")
+             description="YAML `freeze_config`: legacy flags and 0.7 selectors -> (modality, role) flags, "
+                         "language_model, modules, except")
 MF002 = Rule(id="MF002", name="frozen-multimodal-sharding",
              description="YAML `distributed.frozen_multimodal_sharding` -> `distributed.multimodal.frozen_sharding`")
 MF003 = Rule(id="MF003", name="cp-vision-frame-sharding",
              description="YAML `distributed.cp_vision_frame_sharding` -> `distributed.multimodal.vision.frame_sharding`")
 MF101 = Rule(id="MF101", name="python-apply-parameter-freezing",
-             description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`")
+             description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`, "
+                         "only when bound to models and proven on each")
 MF102 = Rule(id="MF102", name="python-freeze-config-kwarg",
-             description="Python `freeze_config={...}` keyword arguments with a literal legacy dict -> new vocabulary")
+             description="Python `freeze_config=` on other callees and reads of legacy keys: reported, never rewritten")
 
 RULES: tuple[Rule, ...] = (MF001, MF002, MF003, MF101, MF102)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.atomic import read_text_exact, write_atomic
+from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
@@ -34,18 +35,20 @@ def plan_files(
     files: Iterable[Path], options: MigrateOptions, structure_of: StructureOf,
     progress: Callable[[Path], None] = lambda _: None,
 ) -> list[FileResult]:
-    """Every file's migrated text and report; nothing is written."""
-    return [_plan_file(path, options, structure_of) for path in files if progress(path) is None]
+    """Every file's migrated text and report; nothing is written. Models bound by Python call
+    sites are built once for the whole run."""
+    models = BoundModels(structure_of, options.allowed_targets)
+    return [_plan_file(path, options, structure_of, models) for path in files if progress(path) is None]
 
 
-def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf) -> FileResult:
+def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf, models: BoundModels) -> FileResult:
     display = display_path(path)
     try:
         text = read_text_exact(path)
     except (OSError, UnicodeDecodeError) as error:
         return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
     if path.suffix in PYTHON_SUFFIXES:
-        return migrate_python(text, display=display, disabled=options.disabled)
+        return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=models)
     return migrate_yaml(path, text, display=display, mode=options.mode, disabled=options.disabled,
                         structure_of=structure_of, allowed_targets=options.allowed_targets)
 

@@ -1,28 +1,52 @@
-"""What migrating one legacy `freeze_config` section produces, and the facts shared by both modes."""
+"""What migrating one `freeze_config` section produces, what it starts from, and the facts both modes share.
+
+The input is a section in either framework vocabulary, legacy flags or nemo-automodel 0.7's
+`freeze_modules` / `unfreeze_modules` (with or without legacy flags). Its meaning is the
+framework's result, :func:`mmfreeze.freeze.engine.compute_frozen_set` on the trained structure;
+a new section is judged by what the new engine freezes on the same structure, invariants included.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
+from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.apply import with_invariants
+from mmfreeze.freeze.config import SECTION, FreezeConfig, Vocabulary, check_against_model, detect_vocabulary, did_you_mean
+from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
+from mmfreeze.freeze.framework import FRAMEWORK_KEYS, SELECTOR_KEYS, parse_framework_freeze_config
 from mmfreeze.freeze.legacy import IGNORED_KEYS, LEGACY_FLAGS, VIDEO_EMBEDDER_KEY
-from mmfreeze.freeze.new import roles_by_modality
+from mmfreeze.freeze.new import plan_new_freeze
+from mmfreeze.freeze.plan import frozen_after
+from mmfreeze.freeze.targets import FreezeTargets, roles_by_modality
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.releases import CURRENT_RULES
 from mmfreeze.resolver import ResolvedInventory
 
 Mode = Literal["preserve", "intent"]
 MODES: tuple[Mode, ...] = ("preserve", "intent")
+Entry = str | dict[str, Any]
+"""One `modules:` / `except:` entry as written: a path, or a ``{glob: ...}`` / ``{layers: ...}`` mapping."""
 
-# Legacy key -> the new key its comment moves to (None: the key is removed, the comment goes above).
+# Framework key -> the new key its comment moves to (None: the key is removed, the comment goes above).
 KEY_TARGETS: Mapping[str, str | None] = {
     "freeze_vision_tower": "vision",
     "freeze_audio_tower": "audio",
     "freeze_language_model": "language_model",
     VIDEO_EMBEDDER_KEY: "modules",
+    "freeze_modules": "modules",
+    "unfreeze_modules": "except",
     **{key: None for key in IGNORED_KEYS},
 }
 FLAG_MODALITY = {"freeze_vision_tower": "vision", "freeze_audio_tower": "audio"}
 EMBEDDINGS_NOTE = "freeze_embeddings removed: the old freezing code never read it (recipes trained with it ignored)"
+MIGRATABLE_KEYS = (*FRAMEWORK_KEYS, *IGNORED_KEYS)
+"""Keys a section to migrate may have: nemo-automodel 0.7's six, and ``freeze_embeddings``, which
+0.6 accepted (and ignored) and many recipes carry. Anything else is a typo or a key nothing read."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +54,9 @@ class SectionMigration:
     """A new-vocabulary section for one recipe, why it looks so, and what it changes."""
 
     section: dict[str, Any]
-    """New vocabulary, keys in the documented order (modalities, language_model, modules)."""
+    """New vocabulary, keys in the documented order (modalities, language_model, modules, except)."""
     module_reasons: Mapping[str, str] = field(default_factory=dict)
-    """`modules:` path -> why it is there (the legacy rule that froze it)."""
+    """`modules:` entry (:func:`entry_key`) -> why it is there (the legacy rule that froze it)."""
     notes: tuple[str, ...] = ()
     """Keys dropped or defaults written out, one sentence each."""
     newly_frozen: frozenset[str] = frozenset()
@@ -43,26 +67,88 @@ class SectionMigration:
         return not self.newly_frozen and not self.newly_trainable
 
 
+@dataclass(frozen=True)
+class SectionInput:
+    """One framework-vocabulary section on the structure it trains (LoRA injected when the recipe has `peft:`)."""
+
+    structure: ModelStructure
+    section: Mapping[str, Any]
+    inventory: ResolvedInventory
+    """Resolved on ``structure`` with the recipe's `multimodal` overrides, as the engine resolves it."""
+    source: str | None = None
+
+    @cached_property
+    def vocabulary(self) -> Vocabulary:
+        return check_migratable(self.section, source=self.source)
+
+    @cached_property
+    def original(self) -> FrozenSetResult:
+        """The framework's result for the section (its release's rules, invariants last)."""
+        if self.vocabulary == "selectors":
+            self._check_selectors()
+        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION)
+
+    def _check_selectors(self) -> None:
+        """A 0.7 selector that matches nothing, named with a did-you-mean (the framework rejects it too)."""
+        config = parse_framework_freeze_config(self.section, CURRENT_RULES, source=self.source)
+        check_against_model(FreezeConfig(modules=(*config.freeze_modules, *config.unfreeze_modules)), self.targets,
+                            source=self.source)
+
+    @cached_property
+    def targets(self) -> FreezeTargets:
+        return FreezeTargets(structure=self.structure, inventory=self.inventory)
+
+    def frozen_with(self, new_section: Mapping[str, Any]) -> frozenset[str]:
+        """What ``new_section`` freezes at runtime: frozen before it, its own plan, the invariants."""
+        plan = plan_new_freeze(self.structure, new_section, source=self.source, inventory=self.inventory)
+        return frozen_after(self.structure, with_invariants(self.structure, plan))
+
+    def entry_names(self, entry: Entry) -> frozenset[str]:
+        """The parameters one `modules:` entry selects."""
+        return plan_new_freeze(self.structure, {"modules": [entry]}, source=self.source, inventory=self.inventory).frozen
+
+
+def check_migratable(section: Any, *, source: str | None = None) -> Vocabulary:
+    """The section's vocabulary; an unknown key (a typo such as ``freeze_vison_tower``) is an
+    input error with a did-you-mean, though the snapshot path lets 0.6's rules ignore it."""
+    vocabulary = detect_vocabulary(section, source=source)
+    if vocabulary in ("legacy", "selectors"):
+        for key in section:
+            if key not in MIGRATABLE_KEYS:
+                raise FreezeConfigError(
+                    f"unknown key{did_you_mean(str(key), MIGRATABLE_KEYS)}; nemo-automodel 0.7 rejects it and 0.6 "
+                    f"ignored it, so migrating it would guess; valid keys: {', '.join(MIGRATABLE_KEYS)}",
+                    source=source, key=f"{SECTION}.{key}",
+                )
+    return vocabulary
+
+
 def roles_in_order(inventory: ResolvedInventory) -> dict[str, list[str]]:
     """Modality -> roles, in resolver order; modalities without a role are not addressable."""
     return {modality: found for modality, found in roles_by_modality(inventory).items() if found}
 
 
-def common_notes(legacy: Mapping[str, Any], inventory: ResolvedInventory) -> list[str]:
+def entry_key(entry: Entry) -> str:
+    """A stable text for a `modules:` / `except:` entry (the path itself for a plain path)."""
+    return entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
+
+
+def common_notes(section: Mapping[str, Any], inventory: ResolvedInventory) -> list[str]:
     """Notes both modes share: removed keys, defaults written out, flags for modalities the model lacks."""
     notes = []
-    if "freeze_embeddings" in legacy:
+    if "freeze_embeddings" in section:
         notes.append(EMBEDDINGS_NOTE)
     modalities = roles_in_order(inventory)
+    selectors = any(key in section for key in SELECTOR_KEYS)
     for flag in LEGACY_FLAGS:
         modality = FLAG_MODALITY.get(flag.key)
         if modality is None:
             continue
-        value = bool(legacy.get(flag.key, flag.default))
-        if modality not in modalities and (flag.key in legacy or value):
-            shown = f"{flag.key}: {str(value).lower()}" + ("" if flag.key in legacy else " (legacy default)")
+        default = flag.default and not selectors
+        value = bool(section.get(flag.key, default))
+        if modality not in modalities and (flag.key in section or value):
+            shown = f"{flag.key}: {str(value).lower()}" + ("" if flag.key in section else " (legacy default)")
             notes.append(f"{shown} dropped: the model has no {modality} modality")
-        elif flag.key not in legacy and modality in modalities:
+        elif flag.key not in section and modality in modalities and not selectors:
             notes.append(f"{flag.key} was implicit (default {str(flag.default).lower()}); now written out")
-    notes.extend(f"{key} dropped: the old code ignored this key" for key in legacy if key not in KEY_TARGETS)
     return notes

@@ -13,20 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.exceptions import MigrationError, MmfreezeError
-from mmfreeze.freeze.config import detect_vocabulary
 from mmfreeze.freeze.engine import trained_structure
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.rules import MF001, MF002, MF003
-from mmfreeze.migrate.section import Mode, SectionMigration
+from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
-from mmfreeze.migrate.yaml.text import load_roundtrip
+from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
 
@@ -41,11 +42,11 @@ def migrate_yaml(
 ) -> FileResult:
     """The migrated text of one YAML file and what it changes; errors become a skipped result."""
     try:
-        load_roundtrip(text, source=display)  # a syntax error names file:line
+        where = _section_line(text, display=display)  # a syntax error names file:line
         document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        migration, inventory = _plan(path, document, mode, disabled, structure_of, allowed_targets)
+        migration, inventory = _plan(path, document, mode, disabled, structure_of, allowed_targets, where)
         new_text, rules = _apply_rules(text, YamlContext(source=display, migration=migration), disabled)
         _verify(document, new_text, migration, rules, source=display)
     except MmfreezeError as error:
@@ -55,23 +56,25 @@ def migrate_yaml(
 
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
-    structure_of: StructureOf, allowed_targets: Mapping[str, str],
+    structure_of: StructureOf, allowed_targets: Mapping[str, str], where: str,
 ) -> tuple[SectionMigration | None, ResolvedInventory | None]:
+    """The new section for a legacy, 0.7-selector or mixed `freeze_config` (``None`` for any other)."""
     section = document.get("freeze_config")
-    vocabulary = detect_vocabulary(section, source=str(path))
-    if vocabulary == "selectors" and MF001.id not in disabled:
-        raise MigrationError(
-            "has nemo-automodel 0.7 selectors (freeze_modules / unfreeze_modules), which the new vocabulary "
-            "cannot express yet; left unchanged (its snapshot follows the framework's own rules)",
-            source=f"{path}: freeze_config",
-        )
-    if MF001.id in disabled or vocabulary != "legacy":
+    if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
         return None, None
     recipe = load_recipe(path, allowed_targets=allowed_targets)
     trained = trained_structure(structure_of(recipe), recipe.document, source=recipe.display_path)
-    inventory = resolve_structure(trained)
+    inventory = resolve_structure(trained, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path))
     planner = preserve_section if mode == "preserve" else intent_section
-    return planner(trained, section, inventory, source=recipe.display_path), inventory
+    return planner(trained, section, inventory, source=where), inventory
+
+
+def _section_line(text: str, *, display: str) -> str:
+    """``file:line`` of the `freeze_config` key, for messages about the section."""
+    document = load_roundtrip(text, source=display)
+    if isinstance(document, CommentedMap) and "freeze_config" in document:
+        return f"{display}:{key_position(document, 'freeze_config')[0] + 1}"
+    return display
 
 
 def _apply_rules(text: str, context: YamlContext, disabled: Collection[str]) -> tuple[str, list[str]]:

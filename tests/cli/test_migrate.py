@@ -69,3 +69,30 @@ def test_an_unparseable_file_is_reported_with_its_line_and_the_rest_still_migrat
     assert result.exit_code == 3
     assert "broken.yaml:" in result.output
     assert "vision:" in (work / RECIPE.name).read_text()
+
+
+SELECTORS = Path(__file__).resolve().parents[1] / "migrate" / "fixtures" / "selectors"
+
+
+def test_a_selector_recipe_is_rewritten_and_a_misspelt_key_is_an_input_error_naming_file_and_line(tmp_path):
+    shutil.copy(SELECTORS / "qwen2_vl_2b_merger_trains.yaml", tmp_path / "good.yaml")
+    text = (SELECTORS / "qwen2_vl_2b_merger_trains.yaml").read_text()
+    (tmp_path / "typo.yaml").write_text(text.split("freeze_config:")[0] + "freeze_config:\n  freeze_vison_tower: false\n")
+    result = _run(str(tmp_path), "--report", "json")
+    assert result.exit_code == 3
+    files = {Path(f["file"]).name: f for f in json.loads(result.stdout)["files"]}
+    assert files["good.yaml"]["status"] == "preserved"
+    assert "typo.yaml:12: freeze_config.freeze_vison_tower: unknown key (did you mean 'freeze_vision_tower'?)" in files["typo.yaml"]["error"]
+    assert "vision: {tower: true, projector: false}" in (tmp_path / "good.yaml").read_text()
+    assert "freeze_vison_tower" in (tmp_path / "typo.yaml").read_text()
+
+
+def test_bound_python_calls_are_rewritten_and_unbound_ones_reported_by_line(tmp_path):
+    shutil.copytree(SELECTORS, tmp_path / "selectors")
+    calls = tmp_path / "selectors" / "python" / "selector_calls.py"
+    report = json.loads(_run(str(calls), "--report", "json").stdout)
+    [entry] = report["files"]
+    assert entry["status"] == "python-rewritten" and entry["rules"] == ["MF101"]
+    assert [(f["line"], f["rule"]) for f in entry["findings"]] == [(48, "MF101"), (52, "MF101")]
+    assert calls.read_text().count("apply_freeze_config(") == 5
+    assert _run(str(calls), "--check").exit_code == 0

@@ -1,28 +1,47 @@
-"""Strict validation of the new vocabulary: one place, one error type, messages that teach."""
+"""Strict validation of the new vocabulary: one place, one error type, messages that teach.
+
+Checks against a model use a real Qwen2-VL-2B built on the meta device (vision tower and projector)."""
 
 from __future__ import annotations
+
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.config import FreezeConfig, check_against_model, detect_vocabulary, parse_freeze_config
+from mmfreeze.freeze.config import (
+    FreezeConfig, LayerRange, check_against_model, detect_vocabulary, parse_freeze_config,
+)
+from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.targets import FreezeTargets
+from mmfreeze.resolver import resolve_structure
+from tests.freeze.test_new_vocabulary import QWEN2_VL, structure
 
-ROLES = {"vision": {"tower", "projector"}, "audio": {"tower", "projector"}}
-PATHS = {"model.visual", "model.visual.merger", "patch_generator.video_embedder"}
+
+@cache
+def qwen2_vl() -> FreezeTargets:
+    return FreezeTargets(structure=structure(QWEN2_VL), inventory=resolve_structure(structure(QWEN2_VL)))
 
 
 def check(data: dict) -> None:
-    check_against_model(parse_freeze_config(data, source="r.yaml"), roles_by_modality=ROLES, module_paths=PATHS, source="r.yaml")
+    check_against_model(parse_freeze_config(data, source="r.yaml"), qwen2_vl(), source="r.yaml")
 
 
 def test_documented_shape_parses() -> None:
-    config = FreezeConfig.from_dict(
-        {"vision": {"tower": True, "projector": False}, "language_model": False, "modules": ["patch_generator.video_embedder"]}
+    config = FreezeConfig.from_dict({
+        "vision": {"tower": True, "projector": False}, "language_model": False,
+        "modules": ["patch_generator.video_embedder", {"glob": "*.mlp"}, {"layers": "language_model", "first": 2}],
+        "except": [{"layers": "vision.tower", "from": 3, "to": 5}],
+    })
+    assert config.roles == {"vision": {"tower": True, "projector": False}} and config.language_model is False
+    assert config.modules == (
+        ModuleSelector(where="modules[0]", path="patch_generator.video_embedder"),
+        ModuleSelector(where="modules[1]", glob="*.mlp"),
+        LayerRange(where="modules[2]", group="language_model", first=2),
     )
-    assert config.roles == {"vision": {"tower": True, "projector": False}}
-    assert config.modules == ("patch_generator.video_embedder",) and config.language_model is False
+    assert config.exceptions == (LayerRange(where="except[0]", group="vision.tower", start=3, stop=5),)
 
 
 @pytest.mark.parametrize(
@@ -52,13 +71,15 @@ def test_unknown_modality_suggests_and_lists_what_exists() -> None:
 
 
 def test_unknown_role_lists_the_roles_of_that_modality() -> None:
-    with pytest.raises(FreezeConfigError, match=r"audio modality has no role 'towr' \(did you mean 'tower'\?\); it has: projector, tower"):
-        check({"audio": {"towr": True}})
+    with pytest.raises(FreezeConfigError, match=r"vision modality has no role 'towr' \(did you mean 'tower'\?\); it has: projector, tower"):
+        check({"vision": {"towr": True}})
 
 
 def test_module_path_matching_nothing_names_the_nearest_paths() -> None:
-    with pytest.raises(FreezeConfigError, match=r"'model.visual.mergr' is not a module path.*nearest existing paths: model.visual.merger"):
+    with pytest.raises(FreezeConfigError, match=r"'model.visual.mergr' is not a module path of this model "
+                                                 r"\(did you mean 'model.visual.merger'\?\)") as caught:
         check({"modules": ["model.visual.mergr"]})
+    assert caught.value.key == "freeze_config.modules[0]"
 
 
 def test_bare_substring_is_not_a_module_path() -> None:
@@ -78,9 +99,31 @@ def test_every_problem_is_listed_in_one_error() -> None:
     assert caught.value.source == "r.yaml" and caught.value.key == "freeze_config"
 
 
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"path": "a", "glob": "b"}, r"a selector is a module path, \{path: X\}, \{glob: X\}"),
+    ({"pth": "a"}, r"did you mean 'path'\?"),
+    ({"glob": ""}, r"modules\[0\].glob: must be a non-empty string"),
+    ({"layers": "language_model"}, r"exactly one of `first: N`, `last: N` or `from: A` with `to: B`; got none of them"),
+    ({"layers": "language_model", "first": 2, "last": 2}, r"got first, last"),
+    ({"layers": "language_model", "lst": 2}, r"modules\[0\].lst: not a layer-range key \(did you mean 'last'\?\)"),
+    ({"layers": "language_model", "first": 0}, r"first: must be a whole number \(at least 1\), got 0"),
+    ({"layers": "language_model", "from": 5, "to": 2}, r"from: 5 is after to: 2"),
+    ({"layers": 3, "last": True}, r"layers: must name a layer stack"),
+])
+def test_malformed_selectors_name_the_entry(entry: dict, message: str) -> None:
+    with pytest.raises(FreezeConfigError, match=message):
+        parse_freeze_config({"modules": [entry]})
+
+
+def test_a_misspelt_except_key_suggests_it() -> None:
+    with pytest.raises(FreezeConfigError, match=r"freeze_config.excpet: .*\(did you mean 'except'\?\)"):
+        parse_freeze_config({"vision": {"tower": True}, "excpet": ["model.visual.merger"]})
+
+
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12))
-keys = st.one_of(st.sampled_from(["vision", "audio", "language_model", "modules", "freeze_embeddings",
-                                  "freeze_vision_tower", "tower", "projector"]), st.text(max_size=8), st.integers())
+keys = st.one_of(st.sampled_from(["vision", "audio", "language_model", "modules", "except", "freeze_embeddings",
+                                  "freeze_vision_tower", "tower", "projector", "path", "glob", "layers", "first",
+                                  "last", "from", "to"]), st.text(max_size=8), st.integers())
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                        st.dictionaries(keys, inner, max_size=3)), max_leaves=8)
 

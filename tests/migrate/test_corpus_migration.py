@@ -11,6 +11,7 @@ from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from tests.conftest import EXAMPLE_CONFIGS
 
 EDITABLE_KEYS = ("freeze_config", "distributed")
 
@@ -72,3 +73,15 @@ def test_escape_hatch_entries_say_why(preserve_run):
     assert hatches
     for result in hatches:
         assert "modules:" in result.new_text and "also froze this" in result.new_text, result.display
+
+
+def test_the_shipped_python_call_sites_are_what_migrate_makes_of_the_pre_migration_copy(preserve_run):
+    """Only the two bound calls are rewritten (proven on their models); every other site keeps the
+    legacy call and is reported."""
+    files, results = preserve_run
+    python = {path.name: result for path, result in zip(files, results, strict=True) if path.suffix == ".py"}
+    for name, result in python.items():
+        assert result.new_text == (EXAMPLE_CONFIGS / "python" / name).read_text(), name
+    assert sum(result.new_text.count("apply_freeze_config(") for result in python.values()) == 2
+    assert {name: [f.line for f in r.findings] for name, r in python.items()} == {
+        "audio_finetune.py": [7, 19], "distill_vlm.py": [11], "finetune_vlm.py": [9, 12, 13], "freezing_param_cases.py": [17]}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.migrate.section import SectionMigration
 from mmfreeze.migrate.yaml import cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding
 from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
 
 SECTION = SectionMigration(section={"vision": {"tower": True, "projector": False}, "language_model": False})
 
@@ -82,3 +85,32 @@ def test_already_nested_keys_are_left_alone_and_a_conflict_is_reported():
     assert _moves(nested) == nested
     with pytest.raises(MigrationError, match="already exists"):
         _moves("distributed:\n  frozen_multimodal_sharding: root\n  multimodal:\n    frozen_sharding: root\n")
+
+
+def test_mf001_writes_selector_entries_and_exceptions_as_flow_mappings():
+    migration = SectionMigration(section={
+        "vision": {"tower": True, "projector": True}, "language_model": False,
+        "modules": ["model.language_model.embed_tokens", {"glob": "model.language_model.layers.*.mlp"}],
+        "except": [{"layers": "vision.tower", "last": 4}],
+    })
+    assert _mf001("freeze_config:\n  freeze_modules: [{path: model.visual}]\n", migration) == (
+        "freeze_config:\n  vision: {tower: true, projector: true}\n  language_model: false\n  modules:\n"
+        "    - model.language_model.embed_tokens\n    - {glob: 'model.language_model.layers.*.mlp'}\n"
+        "  except:\n    - {layers: vision.tower, last: 4}\n")
+
+
+def test_mf001_comments_on_selector_items_follow_their_list_or_go_above_quoting_the_item():
+    before = ("freeze_config:\n  # 0.7 selectors\n  freeze_modules:\n    - {glob: \"model.visual.*\"}   # the whole ViT\n"
+              "  unfreeze_modules:\n    - {path: model.visual.merger}   # the merger trains\n")
+    migration = SectionMigration(section={"vision": {"tower": True}, "language_model": False,
+                                          "modules": ["model.language_model.embed_tokens"]})
+    assert _mf001(before, migration) == (
+        "# was on unfreeze_modules: {path: model.visual.merger}: the merger trains\nfreeze_config:\n"
+        "  vision: {tower: true}\n  language_model: false\n  # 0.7 selectors\n"
+        "  # {glob: \"model.visual.*\"}: the whole ViT\n  modules:\n    - model.language_model.embed_tokens\n")
+
+
+@pytest.mark.parametrize("rule", [rule for rule, _ in YAML_TRANSFORMS], ids=lambda rule: rule.id)
+def test_every_yaml_rule_documents_its_before_and_after(rule):
+    module = next(importlib.import_module(transform.__module__) for r, transform in YAML_TRANSFORMS if r == rule)
+    assert module.RULE == rule and rule.id in module.__doc__ and "Before::" in module.__doc__ and "After" in module.__doc__

@@ -1,19 +1,23 @@
-"""MF101 python-apply-parameter-freezing: legacy freeze calls with literal dicts -> ``apply_freeze_config``.
+"""MF101 python-apply-parameter-freezing: a bound legacy freeze call -> ``apply_freeze_config``, proven per model.
 
 Before::
 
     from nemo_automodel.components.training.utils import apply_parameter_freezing
+    # mmfreeze: models=llava-hf/llava-1.5-7b-hf
     apply_parameter_freezing(model, {"freeze_language_model": True})
 
 After::
 
     from mmfreeze.freeze import apply_freeze_config
-    apply_freeze_config(model, {"vision": {"tower": True}, "language_model": True})
+    # mmfreeze: models=llava-hf/llava-1.5-7b-hf
+    apply_freeze_config(model, {"vision": {"tower": True, "projector": False}, "language_model": False, "modules": ["model.language_model"]})
 
-Shapes rewritten: the dict positional or as ``freeze_config=``, one line or many, ``{}``, and a
-test parameter whose ``pytest.mark.parametrize`` list holds only literal dicts. Anything else (a
-variable, a computed dict, an attribute call) is reported with its line and left as it is, the
-call and its import included.
+A call is rewritten only when its section (legacy flags, 0.7 selectors or both) is a literal and
+the new section is proven to freeze what the framework froze on every model the call is bound to
+(:mod:`mmfreeze.migrate.python.bindings`). Shapes read: the dict positional or as
+``freeze_config=``, one line or many, and a test parameter whose ``pytest.mark.parametrize`` list
+holds only literal dicts (each proven). Every other call keeps the legacy function and its import
+and is reported with its line and what it needs: a binding, a literal, or a different split.
 """
 
 from __future__ import annotations
@@ -22,23 +26,44 @@ import libcst as cst
 from libcst import matchers as m
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from mmfreeze.migrate.python.dict_translate import translate
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.migrate.python.bindings import binding_for
+from mmfreeze.migrate.python.context import PythonContext
+from mmfreeze.migrate.python.dict_translate import literal_section, render_section
 from mmfreeze.migrate.python.edits import RuleEdits, edit_for, source_of
+from mmfreeze.migrate.python.imports import import_edits
+from mmfreeze.migrate.python.prove import prove
 from mmfreeze.migrate.report import Finding
 from mmfreeze.migrate.rules import MF101
+from mmfreeze.migrate.section import check_migratable
 
 RULE = MF101
 LEGACY_FUNCTION = "apply_parameter_freezing"
 NEW_FUNCTION = "apply_freeze_config"
 NEW_IMPORT = f"from mmfreeze.freeze import {NEW_FUNCTION}"
+UNBOUND = ("no model is bound to this call, so no rewrite can be proven (the new vocabulary is checked per "
+           "model); add `# mmfreeze: models=<model id>,...` or `# mmfreeze: recipes=<recipe.yaml>,...` on the line "
+           "above to migrate it; the legacy call is kept")
+
+
+def find(context: PythonContext) -> RuleEdits:
+    """Edits for every proven call (and the import), findings for the others."""
+    visitor = LegacyCallVisitor(context)
+    context.wrapper.visit(visitor)
+    if visitor.rewritten:
+        visitor.result.edits += import_edits(
+            context.wrapper, legacy_name=LEGACY_FUNCTION, new_name=NEW_FUNCTION, new_import=NEW_IMPORT,
+            legacy_calls_left=visitor.kept > 0, eol=context.eol,
+        )
+    return visitor.result
 
 
 class LegacyCallVisitor(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, context: PythonContext) -> None:
         super().__init__()
-        self.lines = lines
+        self.context = context
         self.result = RuleEdits()
         self.rewritten = 0
         self.kept = 0
@@ -56,16 +81,54 @@ class LegacyCallVisitor(cst.CSTVisitor):
             return
         argument = _config_argument(node)
         dicts = self._literal_dicts(argument)
-        translations = [translate(d, source_of(self.lines, self.get_metadata(PositionProvider, d))) for d in dicts]
-        if not isinstance(node.func, cst.Name) or not dicts or None in translations:
-            self.kept += 1
-            self._report(node, argument)
+        if not isinstance(node.func, cst.Name) or not dicts:
+            shown = "no config argument" if argument is None else f"{type(argument).__name__.lower()} argument"
+            self._keep(node, f"{LEGACY_FUNCTION}(...) with a {shown} whose keys cannot be proven; migrate it by hand")
             return
+        problem = self._rewrite(node, dicts)
+        if problem is not None:
+            self._keep(node, problem)
+
+    def _rewrite(self, node: cst.Call, dicts: list[cst.Dict]) -> str | None:
+        """Edits for a proven call; otherwise why it stays (``None`` when rewritten)."""
+        codes = [source_of(self.context.lines, self.get_metadata(PositionProvider, d)) for d in dicts]
+        sections = [literal_section(code) for code in codes]
+        if None in sections:
+            return "its freeze_config is not a literal dict; migrate it by hand"
+        position = self.get_metadata(PositionProvider, node)
+        where = f"{self.context.display}:{position.start.line}"
+        proofs, problem = self._prove(sections, position.start.line, position.end.line, where)
+        if problem is not None:
+            return problem
         self.rewritten += 1
         self.result.edits.append(edit_for(self.get_metadata(PositionProvider, node.func), NEW_FUNCTION))
-        for found, translation in zip(dicts, translations, strict=True):
-            self.result.edits.append(edit_for(self.get_metadata(PositionProvider, found), translation.code))
-            self.result.notes.extend(translation.notes)
+        for found, code, section in zip(dicts, codes, proofs, strict=True):
+            self.result.edits.append(edit_for(self.get_metadata(PositionProvider, found), render_section(section, code)))
+        return None
+
+    def _prove(self, sections: list[dict], first: int, last: int, where: str) -> tuple[list[dict], str | None]:
+        """The proven new sections for a call on lines ``first``..``last``, or why there are none."""
+        try:
+            for section in sections:
+                if check_migratable(section, source=where) not in ("legacy", "selectors"):
+                    return [], "its dict is not a legacy or nemo-automodel 0.7 section"
+        except MmfreezeError as error:
+            return [], f"input error: {error.key}: {error.message}"
+        binding = binding_for(self.context.pragmas, self.context.lines, first, last)
+        if binding is None or self.context.models is None:
+            return [], UNBOUND
+        if binding.error is not None:
+            return [], f"line {binding.line}: {binding.error}"
+        try:
+            targets = self.context.models.targets(binding, directory=self.context.directory)
+        except MmfreezeError as error:
+            return [], f"a bound model cannot be built: {error}"
+        proofs = [prove(section, targets, source=where) for section in sections]
+        failed = next((proof for proof in proofs if proof.section is None), None)
+        if failed is not None:
+            return [], f"not proven on the bound models: {failed.reason}"
+        self.result.notes.append(f"{where}: {LEGACY_FUNCTION} rewritten, proven on {', '.join(binding.names)}")
+        return [proof.section for proof in proofs], None
 
     def _literal_dicts(self, argument: cst.BaseExpression | None) -> list[cst.Dict]:
         if isinstance(argument, cst.Dict):
@@ -75,13 +138,10 @@ class LegacyCallVisitor(cst.CSTVisitor):
             return values if all(isinstance(v, cst.Dict) for v in values) else []
         return []
 
-    def _report(self, node: cst.Call, argument: cst.BaseExpression | None) -> None:
+    def _keep(self, node: cst.Call, message: str) -> None:
+        self.kept += 1
         line = self.get_metadata(PositionProvider, node).start.line
-        shown = "no config argument" if argument is None else f"{type(argument).__name__.lower()} argument"
-        self.result.findings.append(Finding(
-            line=line, rule=RULE.id,
-            message=f"{LEGACY_FUNCTION}(...) with a {shown} whose keys cannot be proven; migrate it by hand",
-        ))
+        self.result.findings.append(Finding(line=line, rule=RULE.id, message=message))
 
 
 def _config_argument(call: cst.Call) -> cst.BaseExpression | None:

@@ -1,103 +1,93 @@
-"""A literal legacy dict -> the new-vocabulary dict's source text, comments carried by key.
+"""A literal `freeze_config` dict in Python source: read it as data, write a new section in its place.
 
-No model is known at a Python call site, so this is the intent translation with the legacy
-defaults written out: ``vision`` always (the legacy default froze it), ``audio`` only when the dict
-names it, ``language_model`` always, the video embedder as a ``modules`` path; ``freeze_embeddings``
-is removed (never read). A dict that is not provably a literal legacy dict returns ``None``.
+Reading: the dict's exact source through :func:`ast.literal_eval` (only literals: strings,
+booleans, numbers, lists, dicts); anything computed is not a literal and is never guessed.
+Writing: a one-line dict stays on one line; a multi-line one keeps one key per line, its
+indentation, its quote style and its comments, each moved to the key that replaces the framework
+key it stood on (``freeze_modules`` -> ``modules``, ``unfreeze_modules`` -> ``except``, ...); a
+comment on a removed key stays above, marked with the key.
 """
 
 from __future__ import annotations
 
+import ast
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
 
-import libcst as cst
-
-from mmfreeze.freeze.legacy import LEGACY_KEYS, VIDEO_EMBEDDER_KEY, VIDEO_EMBEDDER_SUBSTRING
 from mmfreeze.migrate.section import KEY_TARGETS
+from mmfreeze.migrate.yaml.text import split_comment
 
-_ELEMENT_LINE = re.compile(r"""^(?P<indent>\s*)(?P<q>['"])(?P<key>\w+)(?P=q)\s*:[^#]*?(?:#(?P<comment>.*))?$""")
-
-
-@dataclass(frozen=True)
-class Translation:
-    code: str
-    notes: tuple[str, ...]
+_KEY_LINE = re.compile(r"""^(?P<indent>\s*)(?P<q>['"])(?P<key>\w+)(?P=q)\s*:""")
 
 
-def literal_legacy_items(node: cst.BaseExpression) -> dict[str, bool] | None:
-    """``{"freeze_x": True, ...}`` as data; ``None`` for anything not provably that."""
-    if not isinstance(node, cst.Dict):
+def literal_section(code: str) -> dict[str, Any] | None:
+    """The dict ``code`` spells, when it is a literal with string keys; else ``None``."""
+    try:
+        value = ast.literal_eval(code.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-    items: dict[str, bool] = {}
-    for element in node.elements:
-        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
-            return None
-        key = element.key.evaluated_value
-        value = element.value
-        if key not in LEGACY_KEYS or not (isinstance(value, cst.Name) and value.value in ("True", "False")):
-            return None
-        items[key] = value.value == "True"
-    return items
+    return value if isinstance(value, dict) and all(isinstance(key, str) for key in value) else None
 
 
-def new_items(legacy: dict[str, bool]) -> tuple[dict[str, str], list[str]]:
-    """New key -> Python source of its value, and notes on what was dropped."""
-    items = {"vision": f'{{"tower": {legacy.get("freeze_vision_tower", True)}}}'}
-    if "freeze_audio_tower" in legacy:
-        items["audio"] = f'{{"tower": {legacy["freeze_audio_tower"]}}}'
-    items["language_model"] = str(legacy.get("freeze_language_model", False))
-    if legacy.get(VIDEO_EMBEDDER_KEY):
-        items["modules"] = f'["{VIDEO_EMBEDDER_SUBSTRING}"]'
-    notes = ["freeze_embeddings removed (never read)"] if "freeze_embeddings" in legacy else []
-    return items, notes
+def render_section(section: Mapping[str, Any], code: str) -> str:
+    """Source for ``section`` in place of the dict whose source is ``code``."""
+    quote = "'" if code.lstrip("{ \n\t").startswith("'") else '"'
+    if "\n" in code:
+        rendered = _multiline(code, section, quote)
+        if rendered is not None:
+            return rendered
+    return python_literal(section, quote)
 
 
-def translate(node: cst.Dict, code: str) -> Translation | None:
-    """New source for the dict whose source is ``code``; multi-line dicts keep one key per line."""
-    legacy = literal_legacy_items(node)
-    if legacy is None:
-        return None
-    items, notes = new_items(legacy)
-    quote = '"' if not node.elements or node.elements[0].key.value.startswith('"') else "'"
-    if "\n" not in code:
-        body = ", ".join(f'"{key}": {value}' for key, value in items.items())
-        return Translation(code=_requote("{" + body + "}", quote), notes=tuple(notes))
-    rendered = _multiline(code, items, quote)
-    return None if rendered is None else Translation(code=rendered, notes=tuple(notes))
+def python_literal(value: Any, quote: str = '"') -> str:
+    """A Python literal for section data: dicts, lists, strings, booleans, whole numbers."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{python_literal(k, quote)}: {python_literal(v, quote)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(python_literal(item, quote) for item in value) + "]"
+    if isinstance(value, str):
+        return quote + value.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
+    return repr(value)
 
 
-def _multiline(code: str, items: dict[str, str], quote: str) -> str | None:
+def _multiline(code: str, section: Mapping[str, Any], quote: str) -> str | None:
     lines = code.split("\n")
     if lines[0].strip() != "{" or lines[-1].strip() != "}":
         return None
-    above: dict[str | None, list[str]] = {}
-    trailing: dict[str, str] = {}
-    pending: list[str] = []
-    indent = None
-    for line in lines[1:-1]:
-        if line.strip().startswith("#"):
-            pending.append(line.strip())
-            continue
-        match = _ELEMENT_LINE.match(line)
-        if match is None:
-            return None
-        indent = match.group("indent") if indent is None else indent
-        target = KEY_TARGETS.get(match.group("key"))
-        above.setdefault(target, []).extend(pending)
-        pending = []
-        if match.group("comment") and target is None:
-            above[None].append(f"# (was on {match.group('key')}){match.group('comment')}")
-        elif match.group("comment"):
-            trailing[target] = f"#{match.group('comment')}"
+    above, trailing, indent = _comments(lines[1:-1])
     indent = indent or lines[-1][: len(lines[-1]) - len(lines[-1].lstrip())] + "    "
-    out = ["{"]
-    out += [f"{indent}{comment}" for comment in above.get(None, []) + pending]
-    for key, value in items.items():
-        out += [f"{indent}{comment}" for comment in above.get(key, [])]
-        out.append(_requote(f'{indent}"{key}": {value},', quote) + (f"  {trailing[key]}" if key in trailing else ""))
+    placed = {key: KEY_TARGETS.get(key) if KEY_TARGETS.get(key) in section else None for key in [*above, *trailing]}
+    orphans = [f"# (was on {key}) {text}" for key, target in placed.items() if key and target is None
+               for text in trailing.get(key, [])]
+    out = ["{", *(f"{indent}{comment}" for key, target in placed.items() if target is None for comment in above.get(key, []))]
+    out += [f"{indent}{comment}" for comment in orphans]
+    for key, value in section.items():
+        moved = [old for old, target in placed.items() if target == key]
+        out += [f"{indent}{comment}" for old in moved for comment in above.get(old, [])]
+        notes = [text for old in moved for text in trailing.get(old, [])]
+        comment = f"  # {'; '.join(notes)}" if notes else ""
+        out.append(f"{indent}{python_literal(key, quote)}: {python_literal(value, quote)},{comment}")
     return "\n".join(out + [lines[-1]])
 
 
-def _requote(text: str, quote: str) -> str:
-    return text if quote == '"' else text.replace('"', "'")
+def _comments(body: list[str]) -> tuple[dict[str | None, list[str]], dict[str, list[str]], str | None]:
+    """Full-line comments above each element and comments after it, by the key it starts with
+    (``None``: comments after the last element)."""
+    above: dict[str | None, list[str]] = {}
+    trailing: dict[str, list[str]] = {}
+    pending: list[str] = []
+    indent, current = None, None
+    for line in body:
+        if line.strip().startswith("#"):
+            pending.append(line.strip())
+            continue
+        match = _KEY_LINE.match(line)
+        if match is not None and match.group("indent") == (indent or match.group("indent")):
+            indent, current = match.group("indent"), match.group("key")
+            above[current], pending = pending, []
+        comment = split_comment(line)[1]
+        if comment is not None and current is not None:
+            trailing.setdefault(current, []).append(comment)
+    above[None] = pending
+    return above, trailing, indent

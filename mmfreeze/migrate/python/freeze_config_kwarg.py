@@ -1,17 +1,22 @@
-"""MF102 python-freeze-config-kwarg: ``freeze_config={...}`` on any other call -> new vocabulary.
+"""MF102 python-freeze-config-kwarg: framework-vocabulary ``freeze_config=`` elsewhere, and reads of legacy keys.
 
 Before::
 
-    Model.from_pretrained(path, freeze_config={"freeze_vision_tower": True})
+    model = NeMoAutoModelForImageTextToText.from_pretrained(path, freeze_config={"freeze_vision_tower": True})
+    if cfg["freeze_config"]["freeze_vision_tower"]:
+        ...
 
-After::
+After (unchanged; two report lines)::
 
-    Model.from_pretrained(path, freeze_config={"vision": {"tower": True}, "language_model": False})
+    f.py:1: MF102 not rewritten: freeze_config= passed to NeMoAutoModelForImageTextToText.from_pretrained ...
+    f.py:2: MF102 not rewritten: reads a legacy freeze_config key; ...
 
-Only a literal dict of legacy keys is rewritten; a dict already in the new vocabulary is left
-alone (so a second run is a no-op). Reported, not rewritten: a ``freeze_config=`` value that is not
-such a literal, and reads of legacy keys (``cfg["freeze_config"]["freeze_vision_tower"]``,
-``section.get("freeze_vision_tower")``), whose meaning changes with the migrated recipe.
+This rule only reports. A ``freeze_config=`` keyword on any call but the two freezing functions
+goes to a callee that reads it with its own parser: nemo-automodel's (``from_pretrained``, its
+recipes) accepts its own vocabulary and rejects the new one, so rewriting the literal would break
+the call. Reads of legacy keys (``cfg["freeze_config"]["freeze_vision_tower"]``,
+``section.get("freeze_vision_tower")``) change meaning once the recipe is migrated. A dict already
+in the new vocabulary is not reported, so a second run reports the same sites.
 """
 
 from __future__ import annotations
@@ -20,51 +25,66 @@ import libcst as cst
 from libcst import matchers as m
 from libcst.metadata import PositionProvider
 
-from mmfreeze.migrate.python.apply_parameter_freezing import LEGACY_FUNCTION
-from mmfreeze.migrate.python.dict_translate import translate
-from mmfreeze.migrate.python.edits import RuleEdits, edit_for, source_of
+from mmfreeze.exceptions import FreezeConfigError
+from mmfreeze.freeze.config import detect_vocabulary
+from mmfreeze.migrate.python.apply_parameter_freezing import LEGACY_FUNCTION, NEW_FUNCTION
+from mmfreeze.migrate.python.context import PythonContext
+from mmfreeze.migrate.python.dict_translate import literal_section
+from mmfreeze.migrate.python.edits import RuleEdits, source_of
 from mmfreeze.migrate.report import Finding
 from mmfreeze.migrate.rules import MF102
 
 RULE = MF102
 LEGACY_PREFIX = "freeze_"
+_FREEZING_FUNCTIONS = (LEGACY_FUNCTION, NEW_FUNCTION)
+
+
+def find(context: PythonContext) -> RuleEdits:
+    visitor = FreezeConfigKwargVisitor(context)
+    context.wrapper.visit(visitor)
+    return visitor.result
 
 
 class FreezeConfigKwargVisitor(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, context: PythonContext) -> None:
         super().__init__()
-        self.lines = lines
+        self.context = context
         self.result = RuleEdits()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if m.matches(node.func, m.Name(LEGACY_FUNCTION) | m.Attribute(attr=m.Name(LEGACY_FUNCTION))):
-            return  # MF101's call: rewritten or reported there
+        if m.matches(node.func, m.Name() | m.Attribute()) and _callee_name(node.func) in _FREEZING_FUNCTIONS:
+            return  # MF101's call (rewritten or reported there), or one already migrated
         if m.matches(node.func, m.Attribute(attr=m.Name("get"))) and node.args and _is_legacy_key(node.args[0].value):
-            self._report(node, "reads a legacy freeze_config key")
+            self._report(node, "reads a legacy freeze_config key, whose meaning changes with the migrated recipe; migrate it by hand")
         for argument in node.args:
-            if argument.keyword is not None and argument.keyword.value == "freeze_config":
-                self._rewrite(argument.value)
+            if argument.keyword is not None and argument.keyword.value == "freeze_config" and not self._is_new(argument.value):
+                callee = source_of(self.context.lines, self.get_metadata(PositionProvider, node.func))
+                self._report(argument.value, (
+                    f"freeze_config= passed to {callee}, which reads it with its own parser (nemo-automodel's rejects "
+                    "the new vocabulary); to migrate it, drop the keyword and call apply_freeze_config on the loaded model"))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if any(isinstance(e.slice, cst.Index) and _is_legacy_key(e.slice.value) for e in node.slice):
-            self._report(node, "reads a legacy freeze_config key")
+            self._report(node, "reads a legacy freeze_config key, whose meaning changes with the migrated recipe; migrate it by hand")
 
-    def _rewrite(self, value: cst.BaseExpression) -> None:
-        if isinstance(value, cst.Dict) and not _has_legacy_shape(value):
-            return
-        position = self.get_metadata(PositionProvider, value)
-        translation = translate(value, source_of(self.lines, position)) if isinstance(value, cst.Dict) else None
-        if translation is None:
-            self._report(value, "freeze_config= value is not a literal dict of legacy keys")
-            return
-        self.result.edits.append(edit_for(position, translation.code))
-        self.result.notes.extend(translation.notes)
+    def _is_new(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Dict):
+            return False
+        section = literal_section(source_of(self.context.lines, self.get_metadata(PositionProvider, value)))
+        try:
+            return section is not None and detect_vocabulary(section) == "new"
+        except FreezeConfigError:
+            return False
 
-    def _report(self, node: cst.CSTNode, what: str) -> None:
+    def _report(self, node: cst.CSTNode, message: str) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
-        self.result.findings.append(Finding(line=line, rule=RULE.id, message=f"{what}; migrate it by hand"))
+        self.result.findings.append(Finding(line=line, rule=RULE.id, message=message))
+
+
+def _callee_name(func: cst.BaseExpression) -> str:
+    return func.value if isinstance(func, cst.Name) else func.attr.value  # type: ignore[union-attr]
 
 
 def _is_legacy_key(node: cst.BaseExpression) -> bool:
@@ -73,9 +93,3 @@ def _is_legacy_key(node: cst.BaseExpression) -> bool:
         return False
     value = str(node.evaluated_value)
     return value.startswith(LEGACY_PREFIX) and value != "freeze_config"
-
-
-def _has_legacy_shape(node: cst.Dict) -> bool:
-    """``{}`` (legacy: it froze vision) or a dict with any ``freeze_*`` key."""
-    keys = [e.key for e in node.elements if isinstance(e, cst.DictElement)]
-    return not node.elements or any(_is_legacy_key(key) for key in keys)

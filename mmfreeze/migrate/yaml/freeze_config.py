@@ -15,8 +15,24 @@ After (``--mode preserve`` on a Qwen2.5-VL, whose merger the substring ``visual`
       vision: {tower: true, projector: true}
       language_model: false
 
-Only the block's lines are replaced. Comments on a legacy key move to the key that replaces it;
-comments on a removed key go above the block, prefixed with the key they stood on.
+Before (nemo-automodel 0.7 selectors on a Qwen2-VL, the last two ViT blocks unfrozen)::
+
+    freeze_config:
+      freeze_modules: [{path: model.visual}]
+      unfreeze_modules: [{glob: "model.visual.blocks.3[01]"}]
+
+After (``--mode preserve``)::
+
+    freeze_config:
+      vision: {tower: true, projector: true}
+      language_model: false
+      except:
+        - {layers: vision.tower, last: 2}
+
+Only the block's lines are replaced. Comments on a framework key move to the key that replaces it
+(``freeze_modules`` -> ``modules``, ``unfreeze_modules`` -> ``except``); comments on a removed key,
+or on a selector item whose list has no successor, go above the block, prefixed with what they
+stood on.
 """
 
 from __future__ import annotations
@@ -25,11 +41,11 @@ from dataclasses import dataclass, field
 
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.migrate.rules import MF001
-from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration
+from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, entry_key
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.text import (
-    detect_indent, is_blank_or_comment, key_position, key_span, line_ending, line_key, load_roundtrip, scalar,
-    split_lines, trailing_comment,
+    detect_indent, flow, indentation, is_blank_or_comment, key_position, key_span, line_ending, line_key,
+    load_roundtrip, split_comment, split_lines, trailing_comment,
 )
 
 RULE = MF001
@@ -73,17 +89,25 @@ def _refuse_unsafe(block: list[str], *, source: str) -> None:
 
 
 def read_comments(block: list[str], *, source: str) -> BlockComments:
+    """The block's comments by the key they stand on; a comment on a list item (a 0.7 selector)
+    stays with its list's key, quoting the item."""
     comments = BlockComments(header=trailing_comment(block[0]))
     pending: list[str] = []
+    child = next((indentation(line) for line in block[1:] if line_key(line) is not None), None)
+    current: str | None = None
     for line in block[1:]:
-        key = line_key(line)
+        key = line_key(line) if indentation(line) == child else None
         if line.lstrip().startswith("#"):
             pending.append(line.strip()[1:].strip())
         elif key is not None:
-            comments.above[key], pending = pending, []
+            current, comments.above[key], pending = key, pending, []
             found = trailing_comment(line)
             if found is not None:
                 comments.trailing[key] = found
+        elif current is not None and line.lstrip().startswith("- "):
+            item, found = split_comment(line)
+            comments.above[current] = [*comments.above[current], *pending, *([f"{item.strip()[2:]}: {found}"] if found else [])]
+            pending = []
         elif "#" in line and not is_blank_or_comment(line):
             raise MigrationError(f"a comment inside a multi-line flow mapping: {line.strip()!r}; migrate it by hand",
                                  source=source, key=SECTION)
@@ -92,24 +116,23 @@ def read_comments(block: list[str], *, source: str) -> BlockComments:
 
 def render_block(migration: SectionMigration, comments: BlockComments, *, indent: int, eol: str) -> list[str]:
     pad = " " * indent
-    moved = {KEY_TARGETS.get(key): key for key in [*comments.above, *comments.trailing]}
+    moved: dict[str | None, list[str]] = {}
+    for key in dict.fromkeys([*comments.above, *comments.trailing]):
+        moved.setdefault(KEY_TARGETS.get(key), []).append(key)
     lines = [f"# was on {key}: {text}" for key, text in _orphans(comments, migration.section)]
     lines.append(SECTION + ":" + _trail(comments.header))
     for key, value in migration.section.items():
-        legacy = moved.get(key)
-        lines.extend(f"{pad}# {text}" for text in comments.above.get(legacy, []))
-        trail = _trail(comments.trailing.get(legacy))
-        if key == "modules":
-            lines.append(f"{pad}modules:{trail}")
-            for path in value:
-                if path in migration.module_reasons:
-                    lines.append(f"{pad * 2}# {migration.module_reasons[path]}")
-                lines.append(f"{pad * 2}- {scalar(path)}")
-        elif isinstance(value, dict):
-            roles = ", ".join(f"{role}: {scalar(flag)}" for role, flag in value.items())
-            lines.append(f"{pad}{key}: {{{roles}}}{trail}")
+        legacy = moved.get(key, [])
+        lines.extend(f"{pad}# {text}" for old in legacy for text in comments.above.get(old, []))
+        trail = _trail("; ".join(comments.trailing[old] for old in legacy if old in comments.trailing))
+        if isinstance(value, list):
+            lines.append(f"{pad}{key}:{trail}")
+            for entry in value:
+                if entry_key(entry) in migration.module_reasons:
+                    lines.append(f"{pad * 2}# {migration.module_reasons[entry_key(entry)]}")
+                lines.append(f"{pad * 2}- {flow(entry)}")
         else:
-            lines.append(f"{pad}{key}: {scalar(value)}{trail}")
+            lines.append(f"{pad}{key}: {flow(value)}{trail}")
     return [line + eol for line in lines]
 
 

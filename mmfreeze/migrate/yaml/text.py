@@ -16,7 +16,6 @@ from mmfreeze.exceptions import MigrationError
 from mmfreeze.recipes.recipe import parse_yaml_text
 
 DEFAULT_INDENT = 2
-_TRAILING_COMMENT = re.compile(r"\s+#(?P<text>.*)$")
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][\w.-]*)\s*:(?:\s|$)")
 _PLAIN_SCALAR = re.compile(r"^[A-Za-z_][\w.\-/]*$")
 
@@ -60,11 +59,21 @@ def detect_indent(lines: list[str]) -> int:
 
 
 def trailing_comment(line: str) -> str | None:
-    """The ``# ...`` text at the end of a simple ``key: value`` line (quoted values are not scanned)."""
-    if "'" in line or '"' in line:
-        return None
-    match = _TRAILING_COMMENT.search(line)
-    return match.group("text").strip() if match else None
+    """The ``# ...`` text at the end of a line, outside quoted scalars."""
+    return split_comment(line)[1]
+
+
+def split_comment(line: str) -> tuple[str, str | None]:
+    """A line's content (trailing space removed) and its ``#`` comment text, found outside quotes."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and index > 0 and line[index - 1] in " \t":
+            return line[:index].rstrip(), line[index + 1:].strip()
+    return line.rstrip("\r\n"), None
 
 
 def line_key(line: str) -> str | None:
@@ -73,11 +82,20 @@ def line_key(line: str) -> str | None:
 
 
 def scalar(value: Any) -> str:
-    """A YAML scalar for the values migration writes: booleans and module paths."""
+    """A YAML scalar for the values migration writes: booleans, whole numbers and module paths or globs."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
     text = str(value)
     return text if _PLAIN_SCALAR.match(text) else "'" + text.replace("'", "''") + "'"
+
+
+def flow(value: Any) -> str:
+    """A scalar, or a one-line flow mapping of scalars (``{tower: true}``, ``{layers: vision.tower, last: 4}``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {scalar(item)}" for key, item in value.items()) + "}"
+    return scalar(value)
 
 
 def split_lines(text: str) -> list[str]:

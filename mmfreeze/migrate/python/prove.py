@@ -1,0 +1,113 @@
+"""Prove a call site's rewrite on every model it is bound to, or say why it cannot be.
+
+For each bound model (built on the meta device by mmfreeze's loader, once per run) the framework's
+result for the literal section is computed as for a recipe (:class:`SectionInput`); preserve mode
+proposes a new section on each model, and the first proposal whose frozen set equals the
+framework's on every bound model is the rewrite. A model id is built with the first Auto class
+that maps its config (image-text-to-text, multimodal LM, causal LM, speech seq2seq); a recipe is
+used with its own model, `peft:` and `multimodal` overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfreeze.exceptions import MmfreezeError, ModelBuildError
+from mmfreeze.freeze.engine import trained_structure
+from mmfreeze.migrate.preserve import preserve_section
+from mmfreeze.migrate.python.bindings import Binding
+from mmfreeze.migrate.section import SectionInput
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.multimodal import parse_module_overrides
+from mmfreeze.recipes.recipe import ModelSection, Recipe, load_recipe
+from mmfreeze.resolver import ResolvedInventory, resolve_structure
+
+AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
+                "AutoModelForSpeechSeq2Seq")
+PRAGMA_TARGET = "(mmfreeze pragma)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProofTarget:
+    """One model a call site may receive, as the section finds it (after PEFT for a recipe with `peft:`)."""
+
+    name: str
+    structure: ModelStructure
+    inventory: ResolvedInventory
+
+
+@dataclass(frozen=True, kw_only=True)
+class Proof:
+    """The proven new section, or why there is none."""
+
+    section: dict[str, Any] | None
+    reason: str = ""
+
+
+class BoundModels:
+    """Builds the models call sites are bound to, each once per run."""
+
+    def __init__(self, structure_of: Callable[[Recipe], ModelStructure], allowed_targets: Mapping[str, str]) -> None:
+        self._structure_of = structure_of
+        self._allowed_targets = allowed_targets
+        self._built: dict[tuple[str, str], ProofTarget] = {}
+
+    def targets(self, binding: Binding, *, directory: Path) -> list[ProofTarget]:
+        """Every model ``binding`` names; a model that cannot be built raises."""
+        found = [self._memo(("model", model_id), lambda m=model_id: self._model(m, directory)) for model_id in binding.models]
+        for name in binding.recipes:
+            path = (directory / name).resolve()
+            found.append(self._memo(("recipe", str(path)), lambda p=path, n=name: self._recipe(p, n)))
+        return found
+
+    def _memo(self, key: tuple[str, str], build: Callable[[], ProofTarget]) -> ProofTarget:
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
+
+    def _model(self, model_id: str, directory: Path) -> ProofTarget:
+        errors = []
+        for auto_class in AUTO_CLASSES:
+            recipe = Recipe(path=directory / PRAGMA_TARGET, display_path=model_id, document={},
+                            model=ModelSection(target=PRAGMA_TARGET, auto_class=auto_class, model_id=model_id))
+            try:
+                structure = self._structure_of(recipe)
+            except ModelBuildError as error:
+                errors.append(error.message)
+                continue
+            return ProofTarget(name=model_id, structure=structure, inventory=resolve_structure(structure))
+        raise ModelBuildError(f"no Auto class builds it ({'; '.join(errors)})", source=model_id)
+
+    def _recipe(self, path: Path, name: str) -> ProofTarget:
+        recipe = load_recipe(path, allowed_targets=self._allowed_targets)
+        trained = trained_structure(self._structure_of(recipe), recipe.document, source=recipe.display_path)
+        overrides = parse_module_overrides(recipe.document, source=recipe.display_path)
+        return ProofTarget(name=name, structure=trained, inventory=resolve_structure(trained, override_specs=overrides))
+
+
+def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:
+    """The first preserve-mode proposal that freezes what the framework freezes on every target."""
+    tasks = [SectionInput(structure=t.structure, section=section, inventory=t.inventory, source=f"{source} ({t.name})")
+             for t in targets]
+    proposals: list[dict[str, Any]] = []
+    for target, task in zip(targets, tasks, strict=True):
+        try:
+            proposals.append(preserve_section(task.structure, section, task.inventory, source=task.source).section)
+        except MmfreezeError as error:
+            return Proof(section=None, reason=f"on {target.name}: {error.message}")
+    for index, proposal in enumerate(proposals):
+        if proposal not in proposals[:index] and all(_equal(task, proposal) for task in tasks):
+            return Proof(section=proposal)
+    shown = "; ".join(f"{t.name} needs {p}" for t, p in zip(targets, proposals, strict=True))
+    return Proof(section=None, reason=f"no single new-vocabulary dict freezes the same on every bound model ({shown}); "
+                                      "split the call per model, or keep it")
+
+
+def _equal(task: SectionInput, proposal: Mapping[str, Any]) -> bool:
+    try:
+        return task.frozen_with(proposal) == task.original.frozen
+    except MmfreezeError:
+        return False
