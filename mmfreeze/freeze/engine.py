@@ -23,8 +23,6 @@ from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
 
-FROZEN_SET_INPUTS = ("freeze_config", "peft", "multimodal")
-"""The recipe sections :func:`compute_frozen_set` reads (besides the model structure)."""
 PEFT_BASELINE_RULE = "peft baseline: not a LoRA adapter"
 BUILT_FROZEN_RULE = "built frozen"
 

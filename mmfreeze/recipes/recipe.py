@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from mmfreeze.recipes.documents import YamlDocuments
 
 
+TRAINABILITY_SECTIONS = ("freeze_config", "peft", "multimodal")
+"""The recipe sections that decide what trains (with the model): the frozen-set engine reads
+these and nothing else, so they key its cache."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelSection:
     """What a recipe says about the model to build."""

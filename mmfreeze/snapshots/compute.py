@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
-from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure, structure_source
@@ -29,6 +29,9 @@ from mmfreeze.snapshots.frozen_cache import (
     frozen_set_key,
 )
 from mmfreeze.versions import code_fingerprint
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,5 +147,8 @@ def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComput
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
+    # Imported here: a warm run reads every set from the cache and never loads the engine.
+    from mmfreeze.freeze.engine import compute_frozen_set
+
     loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
     return compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)

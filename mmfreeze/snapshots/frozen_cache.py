@@ -17,13 +17,16 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
-from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, FrozenSetResult
+from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
+
+if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
+    from mmfreeze.freeze.engine import FrozenSetResult
 
 RECORD_FORMAT_VERSION = 3
 
@@ -115,7 +118,7 @@ CachedComputation = FrozenSetRecord | FailedComputation
 def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
     reads, and the code that reads them."""
-    sections = {name: document.get(name) for name in FROZEN_SET_INPUTS}
+    sections = {name: document.get(name) for name in TRAINABILITY_SECTIONS}
     material = json.dumps([structure_key, code_fingerprint, sections], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 

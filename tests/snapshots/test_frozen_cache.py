@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mmfreeze.freeze.engine import FROZEN_SET_INPUTS, compute_frozen_set
+from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord, frozen_set_key
 from tests.models.test_cache import STRUCTURE
 
@@ -40,7 +41,7 @@ def test_key_changes_with_the_structure_the_code_and_every_section_the_engine_re
     base = frozen_set_key("structure", DOCUMENT, "code")
     assert frozen_set_key("other-structure", DOCUMENT, "code") != base
     assert frozen_set_key("structure", DOCUMENT, "other-code") != base
-    for section in FROZEN_SET_INPUTS:
+    for section in TRAINABILITY_SECTIONS:
         assert frozen_set_key("structure", {**DOCUMENT, section: {"changed": 1}}, "code") != base, section
 
 
