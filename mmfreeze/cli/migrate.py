@@ -31,11 +31,13 @@ RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) +
 @click.option("--mode", type=click.Choice(MODES), default="preserve", show_default=True,
               help="preserve: keep every legacy frozen set exactly; intent: write what the keys meant, list differences.")
 @click.option("--report", "report_format", type=click.Choice(REPORT_FORMATS), default="text", show_default=True)
+@click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Also write the whole Markdown report here (standard output gets one that fits a pull-request comment).")
 @click.option("--disable", "disabled", multiple=True, metavar="RULE", help="Skip a rule by id or name (repeatable).")
 @click.option("--strict", is_flag=True, help="Fail when a Python site could not be rewritten safely.")
 @model_loading_options
 def migrate(
-    paths: tuple[Path, ...], check: bool, show_diff: bool, mode: str, report_format: str, disabled: tuple[str, ...],
+    paths: tuple[Path, ...], check: bool, show_diff: bool, mode: str, report_format: str, report_file: Path | None,
+    disabled: tuple[str, ...],
     strict: bool, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
@@ -62,6 +64,8 @@ def migrate(
     write_errors = [] if (check or show_diff) else write_changed(files, results)
     warn_on_cache_write(cache)
     _print_report(results, report_format, mode, written=not (check or show_diff))
+    if report_file is not None:
+        report_file.write_text(render_markdown(results, mode=mode, limit=None), encoding="utf-8")
     for error in write_errors:
         report_error(error)
     raise SystemExit(_exit_code(results, check=check, strict=strict, write_failed=bool(write_errors)))

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
+
 Status = Literal[
     "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
     "python-rewritten", "unchanged", "skipped",
@@ -83,20 +85,24 @@ def file_lines(result: FileResult) -> list[str]:
     lines.extend(result.notes)
     for title, groups in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable)):
         if groups:
-            lines.append(f"{title}: {sum(groups.values())} parameters")
+            lines.append(f"{title}: {sum(groups.values())} tensors")
             lines.extend(f"  {count:>5}  {label}" for label, count in groups.items())
     lines.extend(f"{result.display}:{f.line}: {f.rule} not rewritten: {f.message}" for f in result.findings)
     return lines
 
 
-def render_markdown(results: Sequence[FileResult], *, mode: str) -> str:
+def render_markdown(results: Sequence[FileResult], *, mode: str, limit: int | None = COMMENT_LIMIT) -> str:
+    """A pull-request comment: counts and one table row per file, then each file's details while
+    they fit in ``limit`` characters (``None``: the whole report, for ``--report-file``)."""
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
-    out = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", "| file | status | rules |", "|---|---|---|"]
-    out.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in results)
-    for result in results:
-        details = file_lines(result)
-        if details:
-            out += ["", f"### `{result.display}` — {result.status}", "", "```", *details, "```"]
+    head = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", "| file | status | rules |", "|---|---|---|"]
+    head.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in results)
     if any(r.rules and any(rule.startswith("MF1") for rule in r.rules) or r.findings for r in results):
-        out += ["", f"> {PYTHON_NOTE}."]
-    return "\n".join(out) + "\n"
+        head += ["", f"> {PYTHON_NOTE}."]
+    details = [
+        "\n".join(["", f"### `{result.display}` — {result.status}", "", "```", *lines, "```"])
+        for result in results if (lines := file_lines(result))
+    ]
+    if limit is None:
+        return "\n".join([*head, *details]) + "\n"
+    return fit_comment("\n".join(head), details, limit=limit) + "\n"
