@@ -191,3 +191,20 @@ def test_migrate_and_explain_apply_the_same_settings(tmp_path: Path) -> None:
     explanation = json.loads(explain.stdout)
     assert explanation["config_source"]["kind"] == "configs"
     assert explanation["recipe"] == "recipes/team/tiny_qwen2_vl_team_target.yaml"
+
+
+@pytest.mark.slow
+def test_a_preserve_migration_of_the_team_repository_leaves_every_snapshot_byte_identical(tmp_path: Path) -> None:
+    """Snapshots hold behaviour only: rewriting recipes to the new vocabulary (here the shipped
+    0.7-selector recipe) changes recipe files, not one snapshot byte."""
+    repo = make_repository(tmp_path / "repo", "example_configs", corpus=EXAMPLE_CONFIGS)
+    assert_ok(run(repo, "--update", "example_configs"))
+    snapshots = tree_digest(repo / "ci" / "snapshots")
+    recipes = tree_digest(repo / "example_configs")
+    env = {**os.environ, "CI": "true"}
+    migrate = subprocess.run([*MMFREEZE, "migrate", "example_configs"], cwd=repo, env=env,
+                             capture_output=True, text=True, timeout=900)
+    assert migrate.returncode == ExitCode.OK, migrate.stdout + migrate.stderr
+    assert tree_digest(repo / "example_configs") != recipes  # the migration did rewrite recipes
+    assert_ok(run(repo, "--check", "example_configs"))
+    assert tree_digest(repo / "ci" / "snapshots") == snapshots
