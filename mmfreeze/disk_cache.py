@@ -11,9 +11,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
+
+from mmfreeze.atomic import replace_file
 
 T = TypeVar("T")
 
@@ -103,11 +104,4 @@ class DiskCache(Generic[T]):
     @staticmethod
     def _write(target: Path, payload: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".gz")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(payload)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_file(target, payload)

@@ -21,6 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import ConfigSourceError
 
 CONFIG_FILE = "config.json"
@@ -110,19 +111,6 @@ def write_pulled_config(configs_dir: Path, model_id: str, content: bytes, *, rev
     folder = model_folder(configs_dir, model_id)
     folder.mkdir(parents=True, exist_ok=True)
     record = PullRecord(model_id=model_id, revision=revision, sha256=hashlib.sha256(content).hexdigest())
-    _write_atomic(folder / CONFIG_FILE, content)
-    _write_atomic(folder / RECORD_FILE, (json.dumps(asdict(record), indent=2) + "\n").encode())
+    replace_file(folder / CONFIG_FILE, content)
+    replace_file(folder / RECORD_FILE, (json.dumps(asdict(record), indent=2) + "\n").encode())
     return folder / CONFIG_FILE
-
-
-def _write_atomic(path: Path, content: bytes) -> None:
-    import tempfile  # only `configs pull` writes
-
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(content)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

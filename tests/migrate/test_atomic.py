@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate import atomic
 from mmfreeze.migrate.atomic import write_atomic
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.run import write_changed
@@ -45,7 +44,7 @@ def test_an_injected_replace_error_mid_run_leaves_every_file_old_or_new(tmp_path
             raise OSError(28, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(atomic.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)  # a full disk cannot be caused here for real
     results = [FileResult(display=p.name, old_text=OLD, new_text=NEW, status="preserved") for p in paths]
     errors = write_changed(paths, results)
     assert len(errors) == 1 and isinstance(errors[0], MigrationError) and "No space left" in str(errors[0])
@@ -62,7 +61,7 @@ def test_a_process_killed_mid_run_leaves_every_file_old_or_new(tmp_path):
         "from mmfreeze.migrate import atomic\n"
         "real = os.replace\n"
         "def slow(src, dst):\n    time.sleep(0.02)\n    real(src, dst)\n"
-        "atomic.os.replace = slow\n"
+        "os.replace = slow\n"
         f"for p in sorted(Path({str(tmp_path)!r}).glob('*.yaml')):\n    atomic.write_atomic(p, {NEW!r})\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script])
