@@ -130,7 +130,7 @@ def write_small_snapshot(root: Path) -> None:
 
     (root / "r.yaml").write_text("model: {}\n")
     result = compute_frozen_set(structure_of(small_model()), {}, source="r.yaml")
-    snapshot = FrozenSetRecord.of(result, recipe="r.yaml").snapshot(recipe="r.yaml", model_id="small")
+    snapshot = FrozenSetRecord.of(result, recipe="r.yaml").snapshot(recipe="r.yaml", model_id="small", config="local")
     (root / "snapshots").mkdir()
     (root / "snapshots" / "r.yaml.frozen.txt").write_text(render_snapshot(snapshot))
 

@@ -8,18 +8,14 @@ process group.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from tests.distributed.launch import launch_ranks
 from tests.distributed.scenarios import SCENARIOS, reference_step
 
 WORKER = Path(__file__).with_name("fsdp_worker.py")
-REPO = Path(__file__).resolve().parents[2]
 LR = 0.1  # the worker's
 ACCEPTED = [
     "uniform_root", "uniform_per_layer", "uniform_replicate", "dummy_qwen2_vl", "dummy_llava",
@@ -30,32 +26,14 @@ pytestmark = pytest.mark.slow
 
 
 def run_ranks(scenarios: list[str], out: Path, *, pg_timeout_s: float, deadline_s: float) -> dict:
-    """Start both ranks, wait up to ``deadline_s``, kill what is left; results and exit codes."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    store = out / "store"
-    started = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), "2", str(store), str(out), str(pg_timeout_s), *scenarios],
-            stdout=(out / f"log{rank}").open("w"), stderr=subprocess.STDOUT, env=env,
-        )
-        for rank in range(2)
-    ]
-    killed = []
-    for rank, proc in enumerate(procs):
-        try:
-            proc.wait(timeout=max(0.1, deadline_s - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            killed.append(rank)
+    """Both ranks' results and exit codes (see :func:`launch_ranks`)."""
+    run = launch_ranks(WORKER, [str(out / "store"), str(out), str(pg_timeout_s), *scenarios], out, deadline_s=deadline_s)
     results = {
         (name, rank): torch.load(path, weights_only=False)
         for name in scenarios for rank in range(2)
         if (path := out / f"{name}.rank{rank}.pt").exists()
     }
-    return {"results": results, "codes": [p.returncode for p in procs], "killed": killed,
-            "seconds": time.monotonic() - started}
+    return {"results": results, "codes": run.codes, "killed": run.killed, "seconds": run.seconds}
 
 
 @pytest.fixture(scope="module")

@@ -10,51 +10,30 @@ hanging. The worker's process group has a timeout, the run a hard deadline, pyte
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from tests.distributed.launch import launch_ranks
 from tests.distributed.guard_worker import GUARD_SCENARIOS, RECIPE, TAMPERED
 from tests.distributed.tiny_vlms import build_tiny
 from tests.guard.helpers import TINY_FREEZE, write_snapshot
 
 WORKER = Path(__file__).with_name("guard_worker.py")
-REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 150
 
 pytestmark = pytest.mark.slow
 
 
 def run_ranks(scenarios: list[str], out: Path, work: Path, *, pg_timeout_s: float, deadline_s: float) -> dict:
-    """Start both ranks, wait up to ``deadline_s``, kill what is left; results and exit codes."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    started = time.monotonic()
+    """Both ranks' verdicts and exit codes (see :func:`launch_ranks`)."""
     arguments = [str(out / "store"), str(out), str(pg_timeout_s), str(work), *scenarios]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), "2", *arguments],
-            stdout=(out / f"log{rank}").open("w"), stderr=subprocess.STDOUT, env=env,
-        )
-        for rank in range(2)
-    ]
-    killed = []
-    for rank, proc in enumerate(procs):
-        try:
-            proc.wait(timeout=max(0.1, deadline_s - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            killed.append(rank)
+    run = launch_ranks(WORKER, arguments, out, deadline_s=deadline_s)
     results = {
         (name, rank): json.loads(path.read_text())
         for name in scenarios for rank in range(2)
         if (path := out / f"{name}.rank{rank}.json").exists()
     }
-    return {"results": results, "codes": [p.returncode for p in procs], "killed": killed,
-            "seconds": time.monotonic() - started}
+    return {"results": results, "codes": run.codes, "killed": run.killed, "seconds": run.seconds}
 
 
 @pytest.fixture(scope="module")
