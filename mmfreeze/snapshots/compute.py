@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.loader import load_structure, structure_source
+from mmfreeze.models.loader import find_recipe_config, load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
@@ -118,7 +118,8 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     """
     recipe = options.recipe(path)
     record = _record(recipe, options)
-    source = structure_source(recipe, allow_network=options.allow_network)[0]
+    # Only where the config came from: the structure key (a hash of it) is not needed here.
+    source = find_recipe_config(recipe, allow_network=options.allow_network)
     config = describe_config_source(source.kind, source.provenance)
     snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id, config=config)
     return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
