@@ -136,12 +136,13 @@ started = time.perf_counter()
 import torch, transformers
 imported = time.perf_counter() - started
 from mmfreeze.models.cache import structure_key
-from mmfreeze.models.loader import build_model, find_recipe_config
+from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.models.loader import build_model, find_config
 from mmfreeze.recipes.recipe import load_recipe
 distinct = {{}}
 for path in map(Path, {[str(p) for p in recipes]!r}):
     recipe = load_recipe(path)
-    source = find_recipe_config(recipe)
+    source = find_config(model_request(recipe))
     distinct.setdefault(structure_key(source.config, recipe.model.auto_class), (source.config, recipe.model.auto_class))
 started = time.perf_counter()
 import transformers.modeling_utils

@@ -64,15 +64,19 @@ def set_up(recipe_path: str):
 
     from mmfreeze.freeze.apply import apply_frozen_set
     from mmfreeze.freeze.engine import compute_frozen_set
-    from mmfreeze.models.loader import build_recipe_model, find_recipe_config
+    from mmfreeze.freeze.recipe_model import model_request
+    from mmfreeze.models.loader import build_requested_model, find_config
     from mmfreeze.models.lora import add_live_lora_adapters, lora_targets, parse_peft_section
     from mmfreeze.models.structure import structure_of
     from mmfreeze.recipes.recipe import load_recipe
+    from mmfreeze.resolver.overrides import override_specs
 
     recipe = load_recipe(Path(recipe_path))
-    model = build_recipe_model(recipe, find_recipe_config(recipe))
+    request = model_request(recipe)
+    model = build_requested_model(request, find_config(request))
     structure = structure_of(model)
-    result = compute_frozen_set(structure, recipe.document, source=recipe.display_path)
+    result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
+                                override_specs=override_specs(recipe.module_overrides))
     if recipe.peft is not None:
         spec = parse_peft_section(recipe.peft, source=recipe.display_path)
         add_live_lora_adapters(model, lora_targets(structure, spec, result.rules.release), spec)
@@ -129,7 +133,7 @@ def write_small_snapshot(root: Path) -> None:
     from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 
     (root / "r.yaml").write_text("model: {}\n")
-    result = compute_frozen_set(structure_of(small_model()), {}, source="r.yaml")
+    result = compute_frozen_set(structure_of(small_model()), {}, source="r.yaml", override_specs=())
     snapshot = FrozenSetRecord.of(result, recipe="r.yaml").snapshot(recipe="r.yaml", model_id="small", config="local")
     (root / "snapshots").mkdir()
     (root / "snapshots" / "r.yaml.frozen.txt").write_text(render_snapshot(snapshot))

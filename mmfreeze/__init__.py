@@ -1,4 +1,22 @@
-"""mmfreeze: which parameters every multimodal recipe freezes, and a safe path to say it explicitly."""
+"""mmfreeze: which parameters every multimodal recipe freezes, and a safe path to say it explicitly.
+
+Layers, lowest first. A module imports only from its own layer or lower ones, and subpackages form
+no cycle (``tests/test_layers.py`` checks both):
+
+1. ``recipes``: reads YAML recipes into plain validated data.
+2. ``models``: turns a model config and an Auto class into a meta-device model and its pure-data
+   structure; it never reads recipes.
+3. ``resolver``: says which submodules are the towers, projectors and language model, purely over
+   structures, and turns recipe overrides into its specs.
+4. ``freeze``: computes and applies frozen sets from sections its callers parsed, and holds the
+   recipe-to-model glue (``freeze.recipe_model``).
+5. ``snapshots``, ``migrate``, ``distributed``, ``explain``, ``guard``: the features.
+6. ``cli``, and this package's own exports.
+
+Foundations sit below every layer: any layer may import them, and they import no layer. They are
+the top-level modules ``exceptions``, ``atomic``, ``disk_cache``, ``versions``, ``releases``,
+``settings``, ``pr_comment``, ``counts`` and ``suggest``, and the bundled ``registry`` data.
+"""
 
 from __future__ import annotations
 

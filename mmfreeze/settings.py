@@ -8,6 +8,8 @@ module receives typed values. Command-line options override them (:meth:`Setting
 configs = "model_configs"            # <org>/<name>/config.json per model id (`mmfreeze configs pull`)
 exclude = ["recipes/experimental/**", "recipes/custom_code_*.yaml"]
 snapshots = "ci/snapshots"           # default "snapshots"
+builder = "auto"                     # or "framework", "transformers" (mmfreeze.models.framework)
+builder_fallback = "none"            # or "transformers": build it when the framework's class cannot be
 [tool.mmfreeze.allow_targets]
 "my_pkg.MyVLM.from_pretrained" = "AutoModelForImageTextToText"
 ```
@@ -23,9 +25,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from mmfreeze.exceptions import SettingsError
+from mmfreeze.suggest import did_you_mean
+
+BuilderSetting = Literal["auto", "framework", "transformers"]
+"""``builder`` / ``--builder`` (what each means: :mod:`mmfreeze.models.framework`)."""
+FallbackSetting = Literal["none", "transformers"]
+"""``builder_fallback`` / ``--builder-fallback``."""
+BUILDER_SETTINGS: tuple[str, ...] = get_args(BuilderSetting)
+FALLBACK_SETTINGS: tuple[str, ...] = get_args(FallbackSetting)
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.mmfreeze"
@@ -53,10 +63,18 @@ class Settings:
     """``allow_targets``: extra ``model._target_`` -> transformers Auto class entries."""
     snapshots: Path
     """``snapshots``: the snapshot folder (default ``snapshots`` under the root)."""
+    builder: BuilderSetting = "auto"
+    """``builder``: what builds the models: ``framework`` (NeMo AutoModel's own class where it has
+    one), ``transformers``, or ``auto`` (the framework when it is installed with the transformers
+    it requires)."""
+    builder_fallback: FallbackSetting = "none"
+    """``builder_fallback``: ``transformers`` builds the transformers class where the framework's
+    cannot be built on meta (the snapshot header says why); ``none`` makes that an input error."""
 
     def overridden(
         self, *, configs: Path | None = None, snapshots: Path | None = None,
-        allow_targets: Iterable[tuple[str, str]] = (),
+        allow_targets: Iterable[tuple[str, str]] = (), builder: BuilderSetting | None = None,
+        builder_fallback: FallbackSetting | None = None,
     ) -> Settings:
         """These settings with command-line values on top. Paths given on the command line are
         relative to the current directory, as every command-line path is."""
@@ -65,6 +83,8 @@ class Settings:
             configs=configs.absolute() if configs is not None else self.configs,
             snapshots=snapshots.absolute() if snapshots is not None else self.snapshots,
             allow_targets=MappingProxyType({**self.allow_targets, **dict(allow_targets)}),
+            builder=builder or self.builder,
+            builder_fallback=builder_fallback or self.builder_fallback,
         )
 
     def describe(self, key: str) -> str:
@@ -110,13 +130,10 @@ def parse_settings(table: Mapping[str, Any], *, root: Path, pyproject: Path | No
     source = str(pyproject) if pyproject is not None else PYPROJECT
     unknown = sorted(set(table) - set(_PARSERS))
     if unknown:
-        import difflib  # only for this message
-
         key = unknown[0]
-        close = difflib.get_close_matches(key, _PARSERS, n=1)
-        hint = f"did you mean `{close[0]}`? " if close else ""
         raise SettingsError(
-            f"unknown setting; {hint}valid settings: {', '.join(sorted(_PARSERS))}", source=source, key=f"{TABLE}.{key}"
+            f"unknown setting{did_you_mean(key, _PARSERS)}; valid settings: {', '.join(sorted(_PARSERS))}",
+            source=source, key=f"{TABLE}.{key}",
         )
     values = {name: parse(table[name], root=root, source=source) for name, parse in _PARSERS.items() if name in table}
     return replace(default_settings(root), pyproject=pyproject, **values)
@@ -195,9 +212,21 @@ def _allow_targets(value: Any, *, root: Path, source: str) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _choice(name: str, valid: tuple[str, ...]) -> Any:
+    def parse(value: Any, *, root: Path, source: str) -> str:
+        if value not in valid:
+            raise SettingsError(
+                f"expected one of {', '.join(repr(v) for v in valid)}; got {value!r}", source=source, key=f"{TABLE}.{name}"
+            )
+        return value
+    return parse
+
+
 _EXAMPLES = {"configs": "model_configs", "snapshots": DEFAULT_SNAPSHOTS}
 _PARSERS = {
     "allow_targets": _allow_targets,
+    "builder": _choice("builder", BUILDER_SETTINGS),
+    "builder_fallback": _choice("builder_fallback", FALLBACK_SETTINGS),
     "configs": _folder("configs"),
     "exclude": _exclude,
     "snapshots": _folder("snapshots"),

@@ -81,7 +81,7 @@ def test_command_line_values_override_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("table", "key", "says"), [
-    ('exlude = ["a"]', "tool.mmfreeze.exlude", "did you mean `exclude`? valid settings: allow_targets, configs, exclude, snapshots"),
+    ('exlude = ["a"]', "tool.mmfreeze.exlude", "unknown setting (did you mean 'exclude'?); valid settings: allow_targets, builder, builder_fallback, configs, exclude, snapshots"),
     ('exclude = "recipes/custom/**"', "tool.mmfreeze.exclude", "expected a list of globs"),
     ("configs = 3", "tool.mmfreeze.configs", "expected a folder path relative to the repository root"),
     ('snapshots = ""', "tool.mmfreeze.snapshots", "expected a folder path"),

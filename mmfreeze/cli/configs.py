@@ -12,6 +12,7 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.cli.options import configs_option, recipe_finder, repository_settings
 from mmfreeze.cli.recipes import print_skipped, require_recipes_in_each
 from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.freeze.recipe_model import recipe_model_reader
 from mmfreeze.models.config_folder import RECORD_FILE
 from mmfreeze.models.pull import Pulled, plan_pull, pull_configs
 from mmfreeze.recipes.recipe import display_path
@@ -48,7 +49,8 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
     require_recipes_in_each(paths, discovery)
-    plan = plan_pull(discovery.recipes, configs_dir=settings.configs, documents=finder.documents, root=settings.root)
+    plan = plan_pull(discovery.recipes, configs_dir=settings.configs,
+                     read_model=recipe_model_reader(finder.documents, root=settings.root))
     for error in plan.errors:
         report_error(error)
     failed = 0

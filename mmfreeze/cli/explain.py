@@ -12,9 +12,18 @@ from rich.table import Table
 
 from mmfreeze.cli.console import out, report_error, warn_on_cache_write, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import allowed_targets, model_loading_options, repository_settings, structure_cache
+from mmfreeze.cli.options import (
+    allowed_targets,
+    builder_options,
+    model_loading_options,
+    repository_settings,
+    run_builder,
+    structure_cache,
+)
 from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.explain.builder import explain_builder
 from mmfreeze.explain.recipe import explain_recipe
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
 
@@ -29,21 +38,26 @@ from mmfreeze.recipes.recipe import load_recipe
     "either, execution is assumed to possibly differ across ranks.",
 )
 @click.option("--check", is_flag=True, help=f"Exit {int(ExitCode.REJECTED)} when setup validation rejects the recipe's distributed policy.")
+@builder_options
 @model_loading_options
 def explain(
-    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], check: bool, allow_network: bool,
-    allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None, no_cache: bool,
+    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], check: bool, builder: str | None,
+    builder_fallback: str | None, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None,
+    cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     warn_on_transformers_version()
-    settings = repository_settings([recipe], configs=configs, allow_targets=allow_targets)
+    settings = repository_settings([recipe], configs=configs, allow_targets=allow_targets, builder=builder,
+                                   builder_fallback=builder_fallback)
+    choice = run_builder(settings)
     cache = structure_cache(cache_dir, no_cache)
     try:
-        loaded = load_structure(
-            load_recipe(recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs),
-            cache, allow_network=allow_network,
+        parsed = load_recipe(
+            recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs
         )
-        explanation = explain_recipe(loaded, rank_uniform=rank_uniform)
+        loaded = load_structure(model_request(parsed, choice), cache, allow_network=allow_network)
+        explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)
+        explanation["builder"] = explain_builder(choice, loaded, target=parsed.model.target)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -66,6 +80,8 @@ def _print_model(explanation: dict[str, Any]) -> None:
     rows = [
         ("model id", explanation["model_id"]),
         ("architecture", explanation["architecture"]),
+        ("builder", f"{explanation['builder']['builder']} ({explanation['builder']['reason']})"),
+        *([("divergence", explanation["builder"]["divergence"])] if explanation["builder"]["divergence"] else []),
         ("auto class", explanation["auto_class"]),
         ("config source", f"{source['kind']} ({source['location']}){provenance}"),
         ("parameters", f"{explanation['parameters']:,}"),

@@ -16,10 +16,9 @@ from mmfreeze.migrate.report import REPORT_FORMATS, FileResult, file_lines, rend
 from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
-from mmfreeze.models.loader import load_structure
+from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
-from mmfreeze.recipes.recipe import Recipe
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
@@ -53,8 +52,8 @@ def migrate(
         raise SystemExit(ExitCode.USAGE if "--disable" == error.key else ExitCode.INPUT_ERROR) from None
     cache = structure_cache(cache_dir, no_cache)
 
-    def structure_of(recipe: Recipe) -> ModelStructure:
-        with_configs = replace(recipe, configs_dir=settings.configs)  # the repository's model-config folder
+    def structure_of(request: ModelRequest) -> ModelStructure:
+        with_configs = replace(request, configs_dir=settings.configs)  # the repository's model-config folder
         return load_structure(with_configs, cache, allow_network=allow_network).structure
 
     results = plan_files(files, options, structure_of)

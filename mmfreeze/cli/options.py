@@ -13,10 +13,11 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import RecipeError, SettingsError
 from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.framework import BuilderChoice, choose_builder
 from mmfreeze.recipes.discovery import RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
-from mmfreeze.settings import Settings, find_settings
+from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, find_settings
 
 
 def model_loading_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,6 +40,26 @@ configs_option = click.option(
 )
 
 
+def builder_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--builder and --builder-fallback (override [tool.mmfreeze] builder / builder_fallback)."""
+    decorators = [
+        click.option("--builder", type=click.Choice(BUILDER_SETTINGS), default=None, help="What builds the models: framework (NeMo AutoModel's own class where it has one), transformers, or auto (the framework when it is installed with the transformers it requires) (default: [tool.mmfreeze] builder, else auto)."),
+        click.option("--builder-fallback", type=click.Choice(FALLBACK_SETTINGS), default=None, help="transformers: build the transformers class where the framework's cannot be built on meta, and say why in the snapshot header (default: [tool.mmfreeze] builder_fallback, else none)."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def run_builder(settings: Settings) -> BuilderChoice:
+    """The run's builder from the settings; asking for a framework that is not installed is a usage error."""
+    try:
+        return choose_builder(settings.builder, settings.builder_fallback)
+    except SettingsError as error:
+        report_error(error)
+        raise SystemExit(ExitCode.USAGE) from None
+
+
 def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """--workers: processes that build distinct model configs on a cold cache."""
     return click.option(
@@ -49,13 +70,14 @@ def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def repository_settings(
     paths: Sequence[Path], *, configs: Path | None = None, snapshots: Path | None = None,
-    allow_targets: Sequence[str] = (),
+    allow_targets: Sequence[str] = (), builder: Any = None, builder_fallback: Any = None,
 ) -> Settings:
     """The ``[tool.mmfreeze]`` settings of the repository holding ``paths``, with the command-line
     values on top. Invalid settings or a malformed --allow-target are a usage error (exit 2)."""
     try:
         return find_settings(paths).overridden(
-            configs=configs, snapshots=snapshots, allow_targets=[parse_target_assignment(text) for text in allow_targets]
+            configs=configs, snapshots=snapshots, allow_targets=[parse_target_assignment(text) for text in allow_targets],
+            builder=builder, builder_fallback=builder_fallback,
         )
     except (SettingsError, RecipeError) as error:
         report_error(error)

@@ -11,7 +11,14 @@ from rich.progress import Progress
 
 from mmfreeze.cli.console import err, out, report_error, warn, warn_on_transformers_version
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
-from mmfreeze.cli.options import model_loading_options, recipe_finder, repository_settings, workers_option
+from mmfreeze.cli.options import (
+    builder_options,
+    model_loading_options,
+    recipe_finder,
+    repository_settings,
+    run_builder,
+    workers_option,
+)
 from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_recipes_in_each
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
@@ -68,16 +75,22 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary line.")
 @click.option("--progress", is_flag=True, help="Show progress (a line per model built, a bar per recipe checked) even when $CI is set.")
 @workers_option
+@builder_options
 @model_loading_options
 def snapshot(
     paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path | None, report_format: str,
-    report_file: Path | None, quiet: bool, progress: bool, workers: int | None, allow_network: bool,
-    allow_targets: tuple[str, ...], configs: Path | None, cache_dir: Path | None, no_cache: bool,
+    report_file: Path | None, quiet: bool, progress: bool, workers: int | None, builder: str | None,
+    builder_fallback: str | None, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None,
+    cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
     warn_on_transformers_version()
     mode = pick_mode(update, check)
-    settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets)
+    settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets,
+                                   builder=builder, builder_fallback=builder_fallback)
+    choice = run_builder(settings)
+    if not quiet:
+        err.print(choice.note(), markup=False, highlight=False)
     finder = recipe_finder(settings)
     try:
         discovery = finder.discover(paths)
@@ -90,6 +103,7 @@ def snapshot(
             allow_targets=tuple(f"{t}={a}" for t, a in settings.allow_targets.items()), configs_dir=settings.configs,
             exclude=settings.exclude, documents=finder.documents,
             cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network, workers=workers,
+            builder=settings.builder, builder_fallback=settings.builder_fallback,
         )
         if recipes and FrozenSetCache(cache_directory(cache_dir, no_cache)).is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts

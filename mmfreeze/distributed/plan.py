@@ -34,6 +34,10 @@ from mmfreeze.distributed.config import (
 from mmfreeze.distributed.dummy_forward import get_dummy_forward
 from mmfreeze.distributed.mesh import MeshDescription
 from mmfreeze.exceptions import DistributedConfigError
+from mmfreeze.models.structure import structure_of
+from mmfreeze.resolver.canonical import CanonicalStructure, canonicalize
+from mmfreeze.resolver.ownership import numbered_layer_lists
+from mmfreeze.resolver.paths import is_under, is_under_any
 
 if TYPE_CHECKING:
     from torch import nn
@@ -274,40 +278,47 @@ def _check_frame_sharding(context: _Context, modality: str, placements: tuple[Mo
 def _units(model: nn.Module, placements: tuple[ModulePlacement, ...]) -> tuple[FsdpUnit, ...]:
     units: list[FsdpUnit] = []
     all_paths = [p.path for p in placements]
+    stacks = _LayerStacks.of(model)
     # Deepest first: fully_shard must be applied bottom-up, a nested module before its parent.
     for placement in sorted(placements, key=lambda p: -p.path.count(".")):
         if placement.placement not in ("own_units", "per_layer"):
             continue
         why = "trainable" if placement.trainable else "frozen, per_layer"
         label = f"{placement.modality} {placement.role or 'module'}"
-        nested = [path for path in all_paths if _is_under(path, [placement.path]) and path != placement.path]
-        layers = _layer_paths(model, placement.path, exclude=nested)
+        nested = [path for path in all_paths if is_under(path, placement.path) and path != placement.path]
+        layers = stacks.layers(placement.path, exclude=nested)
         units.extend(FsdpUnit(path=layer, reason=f"{label} layer ({why})") for layer in layers)
         # A module with a layer stack is not itself a unit: its embeddings / norms stay with the
         # root. Wrapping a transformers sub-model (e.g. CLIPVisionModel) renames its class, and
         # transformers keys output capturing (`hidden_states` Llava reads) by class: it breaks.
         if not layers:
             units.append(FsdpUnit(path=placement.path, reason=f"{label} ({why})"))
-    for layer in _layer_paths(model, "", exclude=all_paths):
+    for layer in stacks.layers("", exclude=all_paths):
         units.append(FsdpUnit(path=layer, reason="language layer"))
     units.append(FsdpUnit(path="", reason="root: every parameter not in a unit above"))
     return tuple(units)
 
 
-def _layer_paths(model: nn.Module, within: str, *, exclude: list[str]) -> list[str]:
-    """Children of the outermost ``nn.ModuleList`` s under ``within`` (a model's layer stacks)."""
-    from torch import nn
+@dataclass(frozen=True)
+class _LayerStacks:
+    """The model's layer stacks by the resolver's rule (:func:`numbered_layer_lists`), outermost only."""
 
-    layers: list[str] = []
-    for path, module in model.named_modules():
-        if within and not _is_under(path, [within]):
-            continue
-        if _is_under(path, exclude) or _is_under(path, layers):
-            continue
-        if isinstance(module, nn.ModuleList):
-            layers.extend(f"{path}.{name}" if path else name for name, _ in module.named_children())
-    return layers
+    structure: CanonicalStructure
 
+    @classmethod
+    def of(cls, model: nn.Module) -> _LayerStacks:
+        return cls(canonicalize(structure_of(model)))
 
-def _is_under(path: str, roots: list[str]) -> bool:
-    return any(path == root or path.startswith(root + ".") for root in roots)
+    def layers(self, within: str, *, exclude: list[str]) -> list[str]:
+        """Raw paths of the layers of the outermost stacks under ``within`` (``""``: the whole
+        model) and outside ``exclude``, in model order."""
+        stacks: list[str] = []
+        for path in sorted(numbered_layer_lists(self.structure)):
+            if is_under(path, within) and not is_under_any(path, exclude) and not is_under_any(path, stacks):
+                stacks.append(path)
+        wanted = set(stacks)
+        return [
+            self.structure.raw_module_paths[path] for path in self.structure.modules
+            if path.rpartition(".")[0] in wanted and path.rpartition(".")[2].isdigit()
+            and self.structure.identity[path] == path
+        ]

@@ -8,8 +8,8 @@ comes from the recipe's dp / tp / cp sizes; the batch contract is the data side'
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed import build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
 from mmfreeze.distributed.batch_contract import parse_batch_contract
@@ -18,28 +18,31 @@ from mmfreeze.exceptions import DistributedConfigError
 from mmfreeze.freeze.apply import apply_frozen_set
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.models.lora import add_live_lora_adapters, lora_targets, parse_peft_section
-from mmfreeze.models.loader import LoadedStructure, build_recipe_model
-from mmfreeze.recipes.multimodal import parse_module_overrides
-from mmfreeze.resolver import resolve_multimodal_modules
+from mmfreeze.models.loader import LoadedStructure, build_requested_model
+from mmfreeze.resolver import MultimodalModuleSpec, resolve_multimodal_modules
+
+if TYPE_CHECKING:
+    from mmfreeze.recipes.recipe import Recipe
 
 UNSPECIFIED_DP = 2
 """Planning stand-in when `dp_size` is left to launch time: any size above 1 validates the same."""
 
 
 def explain_distributed(
-    loaded: LoadedStructure, frozen: FrozenSetResult, *, rank_uniform: Collection[str] = ()
+    recipe: Recipe, loaded: LoadedStructure, frozen: FrozenSetResult, *,
+    override_specs: Sequence[MultimodalModuleSpec], rank_uniform: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The plan (or the rejection) for the recipe's `distributed` section, with its inputs."""
-    recipe = loaded.recipe
+    """The plan (or the rejection) for the recipe's `distributed` section, with its inputs.
+
+    ``loaded``: the recipe's model structure; ``override_specs``: its `multimodal.modules` overrides.
+    """
     section, notes = multimodal_section(recipe.distributed)
-    model = build_recipe_model(recipe, loaded.source)
+    model = build_requested_model(loaded.request, loaded.source)
     if recipe.peft is not None:
         spec = parse_peft_section(recipe.peft, source=recipe.display_path)
         add_live_lora_adapters(model, lora_targets(loaded.structure, spec, frozen.rules.release), spec)
     apply_frozen_set(model, frozen.frozen)
-    resolved = resolve_multimodal_modules(
-        model, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
-    )
+    resolved = resolve_multimodal_modules(model, override_specs=override_specs)
     mesh, mesh_notes = _mesh(recipe.distributed or {})
     summary: dict[str, Any] = {"mesh": mesh.describe()}
     try:

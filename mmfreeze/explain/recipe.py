@@ -3,29 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.explain.distributed import explain_distributed
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.models.loader import LoadedStructure
-from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.resolver.inventory import ResolvedInventory
+from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.resolve import resolve_structure
 
+if TYPE_CHECKING:
+    from mmfreeze.recipes.recipe import Recipe
 
-def explain_recipe(loaded: LoadedStructure, *, rank_uniform: Collection[str] = ()) -> dict[str, Any]:
+
+def explain_recipe(
+    recipe: Recipe, loaded: LoadedStructure, *, rank_uniform: Collection[str] = ()
+) -> dict[str, Any]:
     """The whole explanation: model, resolved multimodal modules, what is frozen, the FSDP plan.
 
-    ``rank_uniform``: modalities the data side guarantees every rank executes in every step.
+    ``loaded``: the recipe's model structure; ``rank_uniform``: modalities the data side
+    guarantees every rank executes in every step.
     """
-    recipe = loaded.recipe
-    frozen = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
-    inventory = resolve_structure(
-        frozen.structure, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path)
-    )
+    overrides = override_specs(recipe.module_overrides)
+    frozen = compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path, override_specs=overrides)
+    inventory = resolve_structure(frozen.structure, override_specs=overrides)
     return {
-        **explain_model(loaded),
+        **explain_model(recipe, loaded),
         "multimodal_modules": explain_inventory(inventory),
         "language_model": {
             "parts": dict(inventory.language_model.parts),
@@ -36,18 +40,20 @@ def explain_recipe(loaded: LoadedStructure, *, rank_uniform: Collection[str] = (
             **explain_freezing(frozen, inventory),
             "lora_adapter_tensors": len(frozen.structure.parameters) - len(loaded.structure.parameters),
         },
-        "distributed": explain_distributed(loaded, frozen, rank_uniform=rank_uniform),
+        "distributed": explain_distributed(
+            recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
+        ),
     }
 
 
-def explain_model(loaded: LoadedStructure) -> dict[str, Any]:
+def explain_model(recipe: Recipe, loaded: LoadedStructure) -> dict[str, Any]:
     """Which class, from which config, how large."""
     structure = loaded.structure
     return {
-        "recipe": loaded.recipe.display_path,
-        "model_id": loaded.recipe.model.model_id,
-        "target": loaded.recipe.model.target,
-        "auto_class": loaded.recipe.model.auto_class,
+        "recipe": recipe.display_path,
+        "model_id": recipe.model.model_id,
+        "target": recipe.model.target,
+        "auto_class": recipe.model.auto_class,
         "architecture": structure.class_name,
         "config_source": {
             "kind": loaded.source.kind,

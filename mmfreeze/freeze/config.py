@@ -27,16 +27,15 @@ that every exception keeps something trainable) and says what each entry selects
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.framework import SELECTOR_KEYS, ModuleSelector
 from mmfreeze.freeze.legacy import LEGACY_KEYS
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, LayerStack
+from mmfreeze.suggest import closest_paths, did_you_mean, suggestion
 
 Vocabulary = Literal["absent", "legacy", "selectors", "new"]
 MODULES_KEY = "modules"
@@ -332,7 +331,7 @@ def _select(selector: Selector, targets: FreezeTargets) -> tuple[frozenset[str],
     if selector.path is not None:
         names = targets.subtree.get(selector.path)
         return (names, None) if names else (frozenset(), _not_a_path(selector.path, targets))
-    matched = [path for path in targets.module_paths if fnmatchcase(path, selector.glob or "")]
+    matched = selector.select(targets.module_paths)
     names = targets.names_under(matched)
     if names:
         return names, None
@@ -343,8 +342,8 @@ def _select(selector: Selector, targets: FreezeTargets) -> tuple[frozenset[str],
 
 
 def _not_a_path(path: str, targets: FreezeTargets) -> str:
-    nearest = difflib.get_close_matches(path, list(targets.subtree), n=3, cutoff=0.5)
-    hint = f" (did you mean {nearest[0]!r}?); nearest existing paths: {', '.join(nearest)}" if nearest else ""
+    nearest = closest_paths(path, targets.subtree, count=3, cutoff=0.5)
+    hint = f"{suggestion(nearest[0])}; nearest existing paths: {', '.join(nearest)}" if nearest else ""
     return f"{path!r} is not a module path of this model{hint}"
 
 
@@ -352,11 +351,10 @@ def _glob_hint(glob: str, targets: FreezeTargets) -> str:
     """Suggest the glob with its literal head replaced by the nearest real module path."""
     head = glob[: min((glob.find(c) for c in "*?[" if c in glob), default=len(glob))]
     literal = head.rstrip(".")
-    nearest = difflib.get_close_matches(literal, list(targets.module_paths), n=1, cutoff=0.6) if literal else []
+    nearest = closest_paths(literal, targets.module_paths, count=1, cutoff=0.6) if literal else []
     if not nearest:
         return ""
-    suggestion = nearest[0] + glob[len(literal):]
-    return f" (did you mean {suggestion!r}?)"
+    return suggestion(nearest[0] + glob[len(literal):])
 
 
 def _select_layers(selector: LayerRange, targets: FreezeTargets) -> tuple[frozenset[str], str | None]:
@@ -387,12 +385,6 @@ def _ineffective(exceptions: list[Selected], freezes: list[Selected], targets: F
             reasons = sorted({targets.fixed[name] for name in inside})
             yield (f"{SECTION}.{selected.where}: keeps nothing trainable: all {len(inside)} parameters it selects "
                    f"inside what this section freezes stay frozen anyway: {'; '.join(reasons)}")
-
-
-def did_you_mean(value: str, options: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``options``, or an empty string."""
-    match = difflib.get_close_matches(value, [str(option) for option in options], n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 def _raise_problems(problems: list[str], source: str | None) -> None:

@@ -8,7 +8,7 @@ undoes. A new-vocabulary section takes the `freeze_config` step's place and only
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +19,9 @@ from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
 from mmfreeze.models.lora import parse_peft_section, with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
+from mmfreeze.resolver.spec import MultimodalModuleSpec
 
 PEFT_BASELINE_RULE = "peft baseline: not a LoRA adapter"
 BUILT_FROZEN_RULE = "built frozen"
@@ -68,13 +68,20 @@ def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: Fram
     return with_lora_adapters(structure, parse_peft_section(peft, source=source), rules.release)
 
 
-def compute_frozen_set(structure: ModelStructure, document: Mapping[str, Any], *, source: str) -> FrozenSetResult:
-    """Run the recipe's trainability pipeline on ``structure``, as pure data."""
+def compute_frozen_set(
+    structure: ModelStructure, document: Mapping[str, Any], *, source: str,
+    override_specs: Sequence[MultimodalModuleSpec],
+) -> FrozenSetResult:
+    """Run the recipe's trainability pipeline on ``structure``, as pure data.
+
+    ``override_specs``: the recipe's `multimodal.modules` overrides, already turned into resolver
+    specs by the caller (the engine does not read recipe sections it does not own).
+    """
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)
     rules = rules_for(section, vocabulary)
     trained = _trained(structure, document, rules, source=source)
-    steps = [*_section_steps(trained, document, vocabulary, rules, source=source)]
+    steps = [*_section_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs)]
     steps += [(name, False, rule) for name, rule in invariant_freezes(trained)]
     start_rule = BUILT_FROZEN_RULE if document.get("peft") is None else PEFT_BASELINE_RULE
     plan = final_plan(trained, steps, start_rule=start_rule)
@@ -82,13 +89,13 @@ def compute_frozen_set(structure: ModelStructure, document: Mapping[str, Any], *
 
 
 def _section_steps(
-    trained: ModelStructure, document: Mapping[str, Any], vocabulary: Vocabulary, rules: FrameworkRules, *, source: str
+    trained: ModelStructure, section: Any, vocabulary: Vocabulary, rules: FrameworkRules, *, source: str,
+    override_specs: Sequence[MultimodalModuleSpec],
 ) -> Iterable[tuple[str, bool, str]]:
-    section = document.get("freeze_config")
     if vocabulary == "absent":
         return ()
     if vocabulary == "new":
-        inventory = resolve_structure(trained, override_specs=parse_module_overrides(document, source=source))
+        inventory = resolve_structure(trained, override_specs=override_specs)
         plan = plan_new_freeze(trained, section, source=source, inventory=inventory)
         return ((name, False, found[0]) for name, found in plan.rules_by_parameter.items())
     config = parse_framework_freeze_config(section, rules, source=source)

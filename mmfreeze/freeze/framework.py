@@ -14,8 +14,7 @@ removed; it takes the module's whole subtree; one that matches no parameter is a
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -32,6 +31,7 @@ from mmfreeze.freeze.legacy import (
 from mmfreeze.freeze.plan import parameters_under_any
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.suggest import closest_paths, did_you_mean
 
 SECTION = "freeze_config"
 SELECTOR_KEYS = ("freeze_modules", "unfreeze_modules")
@@ -57,6 +57,10 @@ class ModuleSelector:
         if self.path is not None:
             return module_path == self.path
         return fnmatchcase(module_path, self.glob or "")
+
+    def select(self, module_paths: Iterable[str], *, key: Callable[[str], str] = lambda path: path) -> list[str]:
+        """The ``module_paths`` this selector matches, tested as ``key(path)``, in the given order."""
+        return [path for path in module_paths if self.matches(key(path))]
 
     def describe(self) -> str:
         return f"path: {self.path}" if self.path is not None else f"glob: {self.glob}"
@@ -89,8 +93,7 @@ def strict_problems(section: Mapping[str, Any]) -> list[str]:
     problems = []
     for key in section:
         if key not in FRAMEWORK_KEYS:
-            hint = difflib.get_close_matches(str(key), FRAMEWORK_KEYS, n=1, cutoff=0.8)
-            problems.append(f"{SECTION}.{key} (unknown key{f'; did you mean {hint[0]}?' if hint else ''})")
+            problems.append(f"{SECTION}.{key}: unknown key{did_you_mean(str(key), FRAMEWORK_KEYS, cutoff=0.8)}")
     for key in BOOLEAN_KEYS:
         value = section.get(key)
         if value is not None and not isinstance(value, bool):
@@ -165,7 +168,7 @@ def framework_freeze_steps(
 def _selected_parameters(
     structure: ModelStructure, selector: ModuleSelector, *, strict: bool, source: str | None
 ) -> list[str]:
-    matched = [path for path in structure.modules if path and selector.matches(canonical_module_path(path))]
+    matched = selector.select((path for path in structure.modules if path), key=canonical_module_path)
     names = list(parameters_under_any(structure, matched))
     if strict and not names:
         raise FreezeConfigError(
@@ -179,5 +182,5 @@ def _selected_parameters(
 def _nearest(structure: ModelStructure, selector: ModuleSelector) -> str:
     wanted = selector.path if selector.path is not None else (selector.glob or "").replace("*", "")
     paths = [path for path in structure.modules if path and path not in structure.module_aliases]
-    nearest = difflib.get_close_matches(wanted, paths, n=3, cutoff=0.5)
+    nearest = closest_paths(wanted, paths, count=3, cutoff=0.5)
     return f"; nearest module paths: {', '.join(nearest)}" if nearest else ""

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.resolver.paths import name_prefixes
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,10 @@ def parameters_under_any(structure: ModelStructure, module_paths: Iterable[str])
     order = {path: index for index, path in enumerate(wanted)}
     owners: dict[str, str] = {}
     for info in structure.parameters:
-        hits = [prefix for name in info.names for prefix in _prefixes(name) if prefix in order]
+        hits = [prefix for name in info.names for prefix in name_prefixes(name) if prefix in order]
         if "" in order:
             hits.append("")
         if hits:
             owners[info.name] = min(hits, key=order.__getitem__)
     return owners
 
-
-def _prefixes(name: str) -> Iterable[str]:
-    parts = name.split(".")
-    return (".".join(parts[:end]) for end in range(1, len(parts)))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, group_key
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.inventory import ResolvedInventory
 
-LANGUAGE_MODEL_GROUP = "language_model"
+LANGUAGE_MODEL_GROUP = LANGUAGE_MODEL_KEY
 UNOWNED_GROUP = "unowned"
 
 
@@ -17,7 +18,7 @@ class GroupSummary:
     """How much of one group of parameters is frozen."""
 
     group: str
-    """``<modality>.<role>`` for a resolved module, ``language_model`` or ``unowned``."""
+    """``<modality>.<role>`` for a resolved module (:func:`group_key`), ``language_model`` or ``unowned``."""
     path: str | None
     tensors: int
     frozen_tensors: int
@@ -32,16 +33,15 @@ class GroupSummary:
 
 
 def parameter_groups(inventory: ResolvedInventory) -> dict[str, str]:
-    """Raw parameter name -> its group label (``vision.tower``, ``language_model``, ``unowned``)."""
+    """Raw parameter name -> the section key of its group (``vision.tower``, ``language_model``, ``unowned``).
+
+    Report labels (which module a parameter belongs to) are :mod:`mmfreeze.resolver.labels`."""
     raw = inventory.raw_parameter_names
-    groups = {raw[name]: _label(info.spec.modality, info.spec.role) for info in inventory.modules for name in info.parameters}
+    groups = {raw[name]: group_key(info.spec.modality, info.spec.role)
+              for info in inventory.modules for name in info.parameters}
     groups.update((raw[name], LANGUAGE_MODEL_GROUP) for name in inventory.language_model.parameters)
     groups.update((raw[name], UNOWNED_GROUP) for name in inventory.unowned)
     return groups
-
-
-def _label(modality: str, role: str | None) -> str:
-    return f"{modality}.{role or '?'}"
 
 
 def summarize_frozen(
@@ -53,7 +53,7 @@ def summarize_frozen(
     """
     raw = inventory.raw_parameter_names
     groups = [
-        (_label(info.spec.modality, info.spec.role), info.spec.path, info.parameters) for info in inventory.modules
+        (group_key(info.spec.modality, info.spec.role), info.spec.path, info.parameters) for info in inventory.modules
     ]
     groups.append((LANGUAGE_MODEL_GROUP, None, inventory.language_model.parameters))
     if inventory.unowned:

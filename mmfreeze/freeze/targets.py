@@ -14,14 +14,15 @@ that module has no role. Its depth is the number of numbered children the model 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 from mmfreeze.freeze.invariants import invariant_freezes
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.inventory import LANGUAGE_GROUP, ResolvedInventory
-from mmfreeze.resolver.paths import is_under
+from mmfreeze.resolver.canonical import canonical_by_raw
+from mmfreeze.resolver.paths import is_under, name_prefixes
 
 LANGUAGE_MODEL_KEY = "language_model"
 FROZEN_BEFORE = "frozen before the section runs (built frozen, or by the PEFT baseline)"
@@ -44,6 +45,11 @@ class LayerStack:
 
     def describe(self) -> str:
         return f"{self.group} ({self.path}, {self.depth} layers)"
+
+
+def group_key(modality: str, role: str | None) -> str:
+    """How a section names a (modality, role) group: ``vision.tower``; ``vision`` when there is no role."""
+    return f"{modality}.{role}" if role else modality
 
 
 def roles_by_modality(inventory: ResolvedInventory) -> dict[str, list[str]]:
@@ -101,7 +107,8 @@ class FreezeTargets:
 
     @cached_property
     def canonical_names(self) -> Mapping[str, str]:
-        return canonical_by_raw(self.inventory)
+        """Raw parameter name -> its canonical name."""
+        return canonical_by_raw(self.inventory.raw_parameter_names)
 
     def names_under(self, paths: Iterable[str]) -> frozenset[str]:
         return frozenset(name for path in paths for name in self.subtree.get(path, ()))
@@ -136,25 +143,11 @@ class FreezeTargets:
         holders = [info for info in self.inventory.modules
                    if info.spec.modality == group and is_under(path, info.spec.path)]
         holder = max(holders, key=lambda info: info.spec.path.count("."), default=None)
-        return f"{group}.{holder.spec.role}" if holder is not None and holder.spec.role else group
+        return group_key(group, holder.spec.role if holder is not None else None)
 
     def _raw(self, names: Iterable[str]) -> frozenset[str]:
         raw = self.inventory.raw_parameter_names
         return frozenset(raw[name] for name in names)
-
-
-def canonical_by_raw(inventory: ResolvedInventory) -> dict[str, str]:
-    """Raw parameter name -> its canonical name (the first, for a tied parameter)."""
-    canonical: dict[str, str] = {}
-    for name, raw in inventory.raw_parameter_names.items():
-        canonical.setdefault(raw, name)
-    return canonical
-
-
-def name_prefixes(name: str) -> Iterator[str]:
-    """``a``, ``a.b``, ``a.b.c`` for ``a.b.c``: every path at or above a dotted name."""
-    parts = name.split(".")
-    return (".".join(parts[:end]) for end in range(1, len(parts) + 1))
 
 
 def _numbered_children(paths: Iterable[str], containers: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[int, ...]]:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mmfreeze.models.structure import ModelStructure, structure_of
-from mmfreeze.resolver.canonical import canonicalize
+from mmfreeze.resolver.canonical import canonical_by_raw, canonicalize
 
 if TYPE_CHECKING:
     from torch import nn
@@ -65,7 +65,7 @@ def read_live_model(model: nn.Module) -> LiveModel:
 
 
 def _names_by_identity(model: nn.Module, raw_names: Mapping[str, str]) -> dict[int, str]:
-    canonical_of = {raw: name for name, raw in raw_names.items()}
+    canonical_of = canonical_by_raw(raw_names)
     by_identity: dict[int, str] = {}
     for raw, parameter in model.named_parameters(remove_duplicate=False):
         by_identity.setdefault(id(parameter), canonical_of.get(raw, raw))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from mmfreeze.guard.optimizer import OptimizerFindings
 from mmfreeze.guard.ranks import RankReport
 from mmfreeze.guard.report import GuardReport, LocalCheck
-from mmfreeze.snapshots.diff import group_names
+from mmfreeze.resolver.labels import describe_total, group_names
 
 NAMES_SHOWN = 3
 """Names shown in full per module group."""
@@ -64,26 +64,21 @@ def _headline(report: GuardReport) -> str:
             f"but not every one of the {report.world_size} ranks does")
 
 
-def _count(tensors: int, parameters: int) -> str:
-    return f"{tensors:,} tensor{'' if tensors == 1 else 's'} / {parameters:,} params"
-
-
 def _names_section(
     title: str, names: Sequence[str], group_of: GroupOf, numel_of: Mapping[str, int]
 ) -> Iterator[str]:
     if not names:
         return
     groups = group_names(names, numel_of=numel_of, group_of=group_of)
-    yield f"  {title}: {_count(len(names), sum(group.parameters for group in groups))}"
+    yield f"  {title}: {describe_total(groups)}"
     for group in groups[:GROUPS_SHOWN]:
-        yield f"    {group.label}: {_count(group.tensors, group.parameters)}"
+        yield f"    {group.label}: {group.describe()}"
         yield from (f"      {name}" for name in group.names[:NAMES_SHOWN])
         if group.tensors > NAMES_SHOWN:
             yield f"      ... and {group.tensors - NAMES_SHOWN:,} more"
     rest = groups[GROUPS_SHOWN:]
     if rest:
-        counted = _count(sum(group.tensors for group in rest), sum(group.parameters for group in rest))
-        yield f"    ... and {len(rest):,} more modules: {counted}"
+        yield f"    ... and {len(rest):,} more modules: {describe_total(rest)}"
 
 
 def _local_lines(local: LocalCheck, group_of: GroupOf, numel_of: Mapping[str, int]) -> Iterator[str]:

@@ -15,10 +15,11 @@ exactly the same modules:
 from __future__ import annotations
 
 from collections.abc import Set
-from fnmatch import fnmatchcase
 
-from mmfreeze.freeze.targets import FreezeTargets, LayerStack, name_prefixes
+from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.targets import FreezeTargets, LayerStack
 from mmfreeze.migrate.section import Entry
+from mmfreeze.resolver.paths import is_under, name_prefixes
 
 
 def cover(targets: FreezeTargets, wanted: Set[str], avoid: Set[str]) -> list[Entry]:
@@ -79,11 +80,12 @@ def _layer_globs(targets: FreezeTargets, paths: set[str]) -> tuple[list[Entry], 
         by_suffix: dict[str, set[str]] = {}
         for path in left:
             index, _, suffix = path.removeprefix(stack.path + ".").partition(".")
-            if path.startswith(stack.path + ".") and index.isdigit() and suffix:
+            if path != stack.path and is_under(path, stack.path) and index.isdigit() and suffix:
                 by_suffix.setdefault(suffix, set()).add(path)
         for suffix, members in sorted(by_suffix.items()):
             glob = f"{stack.path}.*.{suffix}"
-            if len(members) >= 2 and {p for p in targets.module_paths if fnmatchcase(p, glob)} == members:
+            selected = ModuleSelector(where="cover", glob=glob).select(targets.module_paths)
+            if len(members) >= 2 and set(selected) == members:
                 entries.append({"glob": glob})
                 left -= members
     return entries, left

@@ -22,14 +22,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.freeze.engine import BUILT_FROZEN_RULE, PEFT_BASELINE_RULE
-from mmfreeze.freeze.targets import FROZEN_BEFORE, LANGUAGE_MODEL_KEY
+from mmfreeze.freeze.targets import FROZEN_BEFORE, LANGUAGE_MODEL_KEY, group_key
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.cover import cover
 from mmfreeze.migrate.section import SectionInput, SectionMigration, common_notes, entry_key, roles_in_order
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
+from mmfreeze.resolver.labels import describe_total
 
 _START_RULES = (BUILT_FROZEN_RULE, PEFT_BASELINE_RULE)
 
@@ -89,10 +91,10 @@ def preserve_section(
 def _refuse_unfreezing(goal: Goal) -> None:
     unfrozen = goal.task.targets.fixed.keys() & goal.trainable
     if unfrozen:
-        groups = group_parameters(unfrozen, goal.task.inventory)
-        shown = ", ".join(f"{label} ({count})" for label, count in groups.items())
+        groups = group_parameters(unfrozen, goal.task.targets)
+        shown = ", ".join(f"{group.label} ({group.describe()})" for group in groups)
         raise MigrationError(
-            f"the framework's result makes trainable {len(unfrozen)} parameters that are frozen before the section "
+            f"the framework's result makes trainable {describe_total(groups)} that are frozen before the section "
             f"runs (built frozen or by the PEFT baseline): {shown}. The new vocabulary never unfreezes those "
             "(`except` only carves out of what the section itself freezes); nothing written, keep this section "
             "in nemo-automodel's vocabulary",
@@ -140,15 +142,21 @@ def _partial_notes(goal: Goal, section: Mapping[str, Any]) -> list[str]:
     """Flags left false although the original froze part of the group, and flags with exceptions."""
     notes = []
     for modality, role, names in _groups(goal):
-        label = f"{modality}.{role}" if role else modality
+        label = group_key(modality, role)
         flagged = section[modality][role] if role else section[modality]
-        hit = len(names & goal.touched)
-        kept = len(names & goal.trainable)
+        hit = names & goal.touched
+        kept = names & goal.trainable
+        whole = _count(goal, names)
         if hit and not flagged:
-            notes.append(f"{label} written false: the original froze only {hit} of its {len(names)} parameters")
+            notes.append(f"{label} written false: the original froze only {_count(goal, hit)} of its {whole}")
         elif flagged and kept:
-            notes.append(f"{label} written true with `except`: {kept} of its {len(names)} parameters stay trainable")
+            notes.append(f"{label} written true with `except`: {_count(goal, kept)} of its {whole} stay trainable")
     return notes
+
+
+def _count(goal: Goal, names: frozenset[str]) -> str:
+    numel = goal.task.structure.parameters_by_name
+    return count_text(len(names), sum(numel[name].numel for name in names))
 
 
 def _reason(goal: Goal, entry: Any) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
+from mmfreeze.resolver.labels import ModuleGroup, describe_total
 
 Status = Literal[
     "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
@@ -40,8 +41,9 @@ class FileResult:
     rules: tuple[str, ...] = ()
     """Rule ids that changed this file."""
     notes: tuple[str, ...] = ()
-    newly_frozen: Mapping[str, int] = field(default_factory=dict)
-    newly_trainable: Mapping[str, int] = field(default_factory=dict)
+    newly_frozen: tuple[ModuleGroup, ...] = ()
+    """What this file's migration newly freezes, by module (tensors, parameters, names)."""
+    newly_trainable: tuple[ModuleGroup, ...] = ()
     findings: tuple[Finding, ...] = ()
     error: str | None = None
 
@@ -58,11 +60,15 @@ class FileResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.display, "status": self.status, "would_change": self.changed, "rules": list(self.rules),
-            "notes": list(self.notes), "newly_frozen": dict(self.newly_frozen),
-            "newly_trainable": dict(self.newly_trainable),
+            "notes": list(self.notes),
+            "newly_frozen": _groups_json(self.newly_frozen), "newly_trainable": _groups_json(self.newly_trainable),
             "findings": [{"line": f.line, "rule": f.rule, "message": f.message} for f in self.findings],
             "error": self.error,
         }
+
+
+def _groups_json(groups: Sequence[ModuleGroup]) -> dict[str, dict[str, int]]:
+    return {group.label: {"tensors": group.tensors, "parameters": group.parameters} for group in groups}
 
 
 def summary_counts(results: Sequence[FileResult]) -> dict[str, int]:
@@ -85,8 +91,8 @@ def file_lines(result: FileResult) -> list[str]:
     lines.extend(result.notes)
     for title, groups in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable)):
         if groups:
-            lines.append(f"{title}: {sum(groups.values())} tensors")
-            lines.extend(f"  {count:>5}  {label}" for label, count in groups.items())
+            lines.append(f"{title}: {describe_total(groups)}")
+            lines.extend(f"  {group.label}: {group.describe()}" for group in groups)
     lines.extend(f"{result.display}:{f.line}: {f.rule} not rewritten: {f.message}" for f in result.findings)
     return lines
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.apply import with_invariants
-from mmfreeze.freeze.config import SECTION, FreezeConfig, Vocabulary, check_against_model, detect_vocabulary, did_you_mean
+from mmfreeze.freeze.config import SECTION, FreezeConfig, Vocabulary, check_against_model, detect_vocabulary
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.freeze.framework import FRAMEWORK_KEYS, SELECTOR_KEYS, parse_framework_freeze_config
 from mmfreeze.freeze.legacy import IGNORED_KEYS, LEGACY_FLAGS, VIDEO_EMBEDDER_KEY
@@ -26,6 +26,7 @@ from mmfreeze.freeze.targets import FreezeTargets, roles_by_modality
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES
 from mmfreeze.resolver import ResolvedInventory
+from mmfreeze.suggest import did_you_mean
 
 Mode = Literal["preserve", "intent"]
 MODES: tuple[Mode, ...] = ("preserve", "intent")
@@ -86,7 +87,9 @@ class SectionInput:
         """The framework's result for the section (its release's rules, invariants last)."""
         if self.vocabulary == "selectors":
             self._check_selectors()
-        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION)
+        # A framework-vocabulary section: only a new-vocabulary one resolves modules, so no overrides.
+        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
+                                  override_specs=())
 
     def _check_selectors(self) -> None:
         """A 0.7 selector that matches nothing, named with a did-you-mean (the framework rejects it too)."""

@@ -17,6 +17,8 @@ from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.exceptions import MigrationError, MmfreezeError
 from mmfreeze.freeze.engine import trained_structure
+from mmfreeze.freeze.targets import FreezeTargets
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
@@ -26,12 +28,13 @@ from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
 from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
+from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.multimodal import parse_module_overrides
-from mmfreeze.recipes.recipe import Recipe, load_recipe
-from mmfreeze.resolver import ResolvedInventory, resolve_structure
+from mmfreeze.recipes.recipe import load_recipe
+from mmfreeze.resolver import resolve_structure
+from mmfreeze.resolver.overrides import override_specs
 
-StructureOf = Callable[[Recipe], ModelStructure]
+StructureOf = Callable[[ModelRequest], ModelStructure]
 _MOVES = {MF002.id: ("frozen_multimodal_sharding", ("multimodal", "frozen_sharding")),
           MF003.id: ("cp_vision_frame_sharding", ("multimodal", "vision", "frame_sharding"))}
 
@@ -46,27 +49,28 @@ def migrate_yaml(
         document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        migration, inventory = _plan(path, document, mode, disabled, structure_of, allowed_targets, where)
+        migration, targets = _plan(path, document, mode, disabled, structure_of, allowed_targets, where)
         new_text, rules = _apply_rules(text, YamlContext(source=display, migration=migration), disabled)
         _verify(document, new_text, migration, rules, source=display)
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
-    return _result(display, text, new_text, rules, document, migration, inventory)
+    return _result(display, text, new_text, rules, document, migration, targets)
 
 
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
     structure_of: StructureOf, allowed_targets: Mapping[str, str], where: str,
-) -> tuple[SectionMigration | None, ResolvedInventory | None]:
-    """The new section for a legacy, 0.7-selector or mixed `freeze_config` (``None`` for any other)."""
+) -> tuple[SectionMigration | None, FreezeTargets | None]:
+    """The new section for a legacy, 0.7-selector or mixed `freeze_config` (``None`` for any other),
+    and the trained model it was planned on."""
     section = document.get("freeze_config")
     if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
         return None, None
     recipe = load_recipe(path, allowed_targets=allowed_targets)
-    trained = trained_structure(structure_of(recipe), recipe.document, source=recipe.display_path)
-    inventory = resolve_structure(trained, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path))
+    trained = trained_structure(structure_of(model_request(recipe)), recipe.document, source=recipe.display_path)
+    inventory = resolve_structure(trained, override_specs=override_specs(recipe.module_overrides))
     planner = preserve_section if mode == "preserve" else intent_section
-    return planner(trained, section, inventory, source=where), inventory
+    return planner(trained, section, inventory, source=where), FreezeTargets(structure=trained, inventory=inventory)
 
 
 def _section_line(text: str, *, display: str) -> str:
@@ -110,9 +114,9 @@ def _verify(
 
 def _result(
     display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any],
-    migration: SectionMigration | None, inventory: ResolvedInventory | None,
+    migration: SectionMigration | None, targets: FreezeTargets | None,
 ) -> FileResult:
-    if migration is None:
+    if migration is None or targets is None:
         status = "already-migrated" if document.get("freeze_config") is not None else "no-freeze-config"
         return FileResult(display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules))
     section = migration
@@ -122,6 +126,6 @@ def _result(
         status = "preserved" if section.preserved else "changed"
     return FileResult(
         display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules), notes=section.notes,
-        newly_frozen=group_parameters(section.newly_frozen, inventory),
-        newly_trainable=group_parameters(section.newly_trainable, inventory),
+        newly_frozen=group_parameters(section.newly_frozen, targets),
+        newly_trainable=group_parameters(section.newly_trainable, targets),
     )

@@ -1,4 +1,4 @@
-"""Build many recipes' missing structures: one build per distinct config, spread over worker processes.
+"""Build many requests' missing structures: one build per distinct config, spread over worker processes.
 
 Recipes that share a checkpoint share one key (config content + Auto class + library versions),
 so a corpus costs what its distinct architectures cost. Cache hits never import torch or
@@ -20,15 +20,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
-from mmfreeze.models.loader import build_structure, structure_source
+from mmfreeze.models.framework import BuildSpec
+from mmfreeze.models.loader import ModelRequest, build_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.recipe import Recipe
 
 WORKER_DIED = (
     "the worker process building this model ended abruptly (killed, for instance by the "
@@ -44,7 +43,7 @@ class BuildTick:
     done: int
     total: int
     model_id: str
-    """The first recipe's model id for this build."""
+    """The first request's model id for this build."""
     built: str
     """The built class name, or ``failed``."""
     seconds: float
@@ -53,7 +52,7 @@ class BuildTick:
 @dataclass(frozen=True)
 class _Pending:
     key: str
-    recipe: Recipe
+    request: ModelRequest
     source: ModelConfigSource
 
 
@@ -69,52 +68,53 @@ def start_workers(workers: int | None = None) -> None:
 
 
 def build_missing(
-    recipes: Iterable[Recipe],
+    requests: Iterable[ModelRequest],
     cache: StructureCache,
     *,
     workers: int | None = None,
     allow_network: bool = False,
     on_built: Callable[[str], None] | None = None,
     on_tick: Callable[[BuildTick], None] | None = None,
-) -> dict[Path, MmfreezeError]:
-    """Put every recipe's structure into ``cache``, building each missing one once.
+) -> dict[ModelRequest, MmfreezeError]:
+    """Put every request's structure into ``cache``, building each missing one once.
 
     ``on_built(key)`` runs in this process as each new structure arrives, while the workers
-    build the rest; ``on_tick`` then hears of every build, failed ones included. Returns the recipes that could not get a structure, with the error that
-    stopped them (the others carry on). Entries already in the cache are not read.
+    build the rest; ``on_tick`` then hears of every build, failed ones included. Returns the
+    requests that could not get a structure, with the error that stopped them (the others carry
+    on). Entries already in the cache are not read.
     """
     workers = workers or default_workers()
-    errors: dict[Path, MmfreezeError] = {}
+    errors: dict[ModelRequest, MmfreezeError] = {}
     pending: dict[str, _Pending] = {}
-    users: dict[str, list[Recipe]] = {}
-    for recipe in recipes:
+    users: dict[str, list[ModelRequest]] = {}
+    for request in requests:
         try:
-            source, key = structure_source(recipe, allow_network=allow_network)
+            source, key = structure_source(request, allow_network=allow_network)
         except MmfreezeError as error:
-            errors[recipe.path] = error
+            errors[request] = error
             continue
         if not cache.has(key):
-            pending.setdefault(key, _Pending(key, recipe, source))
-            users.setdefault(key, []).append(recipe)
+            pending.setdefault(key, _Pending(key, request, source))
+            users.setdefault(key, []).append(request)
             if workers > 1:
-                _forkserver()  # starts importing torch now, while the remaining recipes are read
+                _forkserver()  # starts importing torch now, while the remaining requests are read
     for done, (key, outcome, seconds) in enumerate(_build_all(list(pending.values()), workers), start=1):
         if isinstance(outcome, ModelStructure):
             cache.put(key, outcome)
             if on_built is not None:
                 on_built(key)
         else:
-            errors.update((recipe.path, _for_recipe(outcome, recipe)) for recipe in users[key])
+            errors.update((request, _for_request(outcome, request)) for request in users[key])
         if on_tick is not None:
             built = outcome.class_name if isinstance(outcome, ModelStructure) else "failed"
-            on_tick(BuildTick(done=done, total=len(pending), model_id=pending[key].recipe.model.model_id,
+            on_tick(BuildTick(done=done, total=len(pending), model_id=pending[key].request.model_id,
                               built=built, seconds=seconds))
     return errors
 
 
-def _for_recipe(error: MmfreezeError, recipe: Recipe) -> MmfreezeError:
-    """A shared build's error, restated for each recipe that uses that build."""
-    return type(error)(error.message, source=recipe.display_path, key="model")
+def _for_request(error: MmfreezeError, request: ModelRequest) -> MmfreezeError:
+    """A shared build's error, restated for each request (recipe) that uses that build."""
+    return type(error)(error.message, source=request.source, key="model")
 
 
 Built = tuple[str, ModelStructure | MmfreezeError, float]
@@ -124,7 +124,7 @@ Built = tuple[str, ModelStructure | MmfreezeError, float]
 def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
-    jobs = [(p.key, p.source.config, p.recipe.model.auto_class, p.recipe.display_path) for p in pending]
+    jobs = [(p.key, p.source.config, p.request.auto_class, p.request.source, p.request.build) for p in pending]
     if workers <= 1:
         yield from (_decode(_build_job(job)) for job in jobs)
         return
@@ -139,7 +139,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
             try:
                 yield _decode(future.result())
             except BrokenProcessPool:
-                key, _, _, display_path = futures[future]
+                key, _, _, display_path, _ = futures[future]
                 yield key, ModelBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
@@ -158,12 +158,12 @@ def _decode(outcome: tuple[str, Any, float]) -> Built:
     return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value, seconds
 
 
-def _build_job(job: tuple[str, Mapping[str, Any], str, str]) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
+def _build_job(job: tuple[str, Mapping[str, Any], str, str, BuildSpec]) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
     """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
-    key, config, auto_class, display_path = job
+    key, config, auto_class, display_path, build = job
     started = time.perf_counter()
     try:
-        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path).to_json()
+        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path, build=build).to_json()
     except MmfreezeError as error:
         value = error
     return key, value, time.perf_counter() - started

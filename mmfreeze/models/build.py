@@ -1,9 +1,12 @@
-"""Build a real transformers model on the meta device: the one place the project does so.
+"""Build a real model on the meta device: the one place the project does so.
 
 ``with torch.device("meta"): cls._from_config(config)`` allocates no storage, runs the model's own
 ``__init__`` (real module tree, real parameter names and shapes) and ties weights the way the
 checkpoint would. accelerate's ``init_empty_weights`` is avoided on purpose (slow on large configs
 and wrong tying), and so is ``no_init_weights`` (skips tying: wrong parameter counts).
+
+The framework's own classes (:mod:`mmfreeze.models.framework_build`) are built as NeMo AutoModel
+builds them, ``model_cls(config)`` (``model_init.__init_model``), under the same meta device.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.exceptions import ModelBuildError
 
@@ -55,17 +59,43 @@ def quiet_transformers() -> Iterator[None]:
         transformers_logging.set_verbosity(previous)
 
 
-def build_meta_model(config: PretrainedConfig, model_class: type[nn.Module]) -> nn.Module:
-    """Instantiate ``model_class`` from ``config`` on the meta device (no storage, real names)."""
+def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
+    """A transformers config object from config.json content (a copy: 5.18 pops nested keys)."""
+    import copy
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = config.get("model_type")
+    if model_type not in CONFIG_MAPPING:
+        raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know")
+    try:
+        with quiet_transformers():
+            return CONFIG_MAPPING[model_type].from_dict(copy.deepcopy(dict(config)))
+    except Exception as error:  # transformers validates configs with many exception types
+        raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}") from error
+
+
+def build_meta_model(
+    config: PretrainedConfig, model_class: type[nn.Module], *, constructor: Literal["transformers", "framework"] = "transformers"
+) -> nn.Module:
+    """Instantiate ``model_class`` from ``config`` on the meta device (no storage, real names).
+
+    ``constructor``: ``transformers`` calls ``model_class._from_config(config)``; ``framework``
+    calls ``model_class(config)``, as NeMo AutoModel constructs its own classes.
+    """
     import torch
 
     try:
         with warnings.catch_warnings(), quiet_transformers():
             warnings.simplefilter("ignore")
             with torch.device("meta"):
+                if constructor == "framework":
+                    return model_class(config)
                 return model_class._from_config(config)
     except Exception as error:  # transformers raises many kinds for a bad config
+        who = "nemo-automodel" if constructor == "framework" else "transformers"
+        detail = str(error).splitlines()[0] if str(error) else ""  # some list every config class on later lines
         raise ModelBuildError(
-            f"transformers could not build {model_class.__name__} from this config: "
-            f"{type(error).__name__}: {error}"
+            f"{who} could not build {model_class.__name__} on the meta device from this config: "
+            f"{type(error).__name__}: {detail}"
         ) from error

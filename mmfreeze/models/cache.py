@@ -1,8 +1,9 @@
 """On-disk cache of model structures, keyed by what determines them.
 
-The key is the hash of the config content, the Auto class and the installed transformers and
-torch versions, so a warm run reads structures without importing either library, and a changed
-config or library version misses exactly the entries it must.
+The key is the hash of the config content, the Auto class, the builder (transformers, or the
+framework's release and options: :class:`~mmfreeze.models.framework.BuildSpec`) and the installed
+transformers and torch versions, so a warm run reads structures without importing either library,
+and a changed config, builder or library version misses exactly the entries it must.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmfreeze.disk_cache import DiskCache
+from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.versions import installed_version
 
 
-def structure_key(config: Mapping[str, Any], auto_class: str) -> str:
+def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec = TRANSFORMERS_SPEC) -> str:
     """A stable hash of everything that decides the built model's structure."""
     material = {
         "config": config,
         "auto_class": auto_class,
+        "build": build.identity(),
         "transformers": installed_version("transformers"),
         "torch": installed_version("torch"),
     }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +23,24 @@ from pathlib import Path
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
 from mmfreeze.models.config_folder import CONFIG_FILE, is_hub_id, write_pulled_config
 from mmfreeze.models.config_sources import find_offline_config
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.recipes.recipe import display_path, read_model_id
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 PULL_THREADS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamedModel:
+    """The model id one recipe names, with what finding its config needs."""
+
+    model_id: str
+    recipe_dir: Path
+    """The directory a relative local ``model_id`` is read from."""
+    source: str
+    """The recipe as messages name it."""
+
+
+ModelReader = Callable[[Path], NamedModel]
+"""Reads the model id of the recipe at a path; raises :class:`MmfreezeError` when it cannot."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,20 +62,20 @@ class Pulled:
     config_file: Path
 
 
-def plan_pull(
-    recipes: Sequence[Path], *, configs_dir: Path, documents: YamlDocuments, root: Path | None = None
-) -> PullPlan:
+def plan_pull(recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelReader) -> PullPlan:
     """Which model ids of ``recipes`` have no config in any source the repository carries."""
     plan = PullPlan()
     spelling: dict[str, str] = {}
     for path in recipes:
-        shown = display_path(path, root)
         try:
-            model_id = read_model_id(documents.read(path), source=shown)
-            found = find_offline_config(model_id, recipe_dir=path.parent, configs_dir=configs_dir, source=shown)
+            named = read_model(path)
+            found = find_offline_config(
+                named.model_id, recipe_dir=named.recipe_dir, configs_dir=configs_dir, source=named.source
+            )
         except MmfreezeError as error:
             plan.errors.append(error)
             continue
+        model_id, shown = named.model_id, named.source
         first = spelling.setdefault(model_id.lower(), model_id)
         if found is not None:
             plan.available.setdefault(first, found.kind)

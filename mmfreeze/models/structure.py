@@ -78,6 +78,9 @@ class ModelStructure:
     linear_modules: frozenset[str] = frozenset()
     """Paths (every path, aliases included) of modules that are ``nn.Linear`` instances."""
     config_facts: ConfigFacts = ConfigFacts()
+    build_note: str = ""
+    """Why the transformers class stands in for the framework's own (``builder_fallback =
+    "transformers"``, the framework's class could not be built on meta); ``""`` otherwise."""
 
     @cached_property
     def parameters_by_name(self) -> Mapping[str, ParameterInfo]:
@@ -107,6 +110,7 @@ class ModelStructure:
             "root_attributes": dict(self.root_attributes),
             "linear_modules": sorted(self.linear_modules),
             "config_facts": asdict(self.config_facts),
+            "build_note": self.build_note,
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -124,6 +128,7 @@ class ModelStructure:
             root_attributes=dict(data["root_attributes"]),
             linear_modules=frozenset(data["linear_modules"]),
             config_facts=ConfigFacts(**data["config_facts"]),
+            build_note=data.get("build_note", ""),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]

@@ -12,6 +12,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.recipes.interpolation import resolve_references
+from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
 
 if TYPE_CHECKING:
@@ -65,6 +66,12 @@ class Recipe:
     @property
     def distributed(self) -> Mapping[str, Any] | None:
         return self.document.get("distributed")
+
+    @property
+    def module_overrides(self) -> tuple[ModuleOverride, ...]:
+        """The validated `multimodal.modules` overrides (read on use: a recipe whose section is
+        malformed still loads, and the step that needs the overrides reports it)."""
+        return read_module_overrides(self.document, source=self.display_path)
 
 
 def display_path(path: Path, root: Path | None = None) -> str:

@@ -50,6 +50,15 @@ class CanonicalStructure:
         return {name: param.raw_name for param in self.parameters for name in param.names}
 
 
+def canonical_by_raw(raw_parameter_names: Mapping[str, str]) -> dict[str, str]:
+    """Invert canonical name -> raw name (``raw_parameter_names`` of a structure or inventory):
+    raw parameter name -> its canonical name (the first, for a tied parameter)."""
+    canonical: dict[str, str] = {}
+    for name, raw in raw_parameter_names.items():
+        canonical.setdefault(raw, name)
+    return canonical
+
+
 def canonicalize(structure: ModelStructure) -> CanonicalStructure:
     """Strip wrapper and PEFT segments from every module path and parameter name."""
     unwrapped = {strip_wrapper_segments(raw): cls for raw, cls in structure.modules.items()}

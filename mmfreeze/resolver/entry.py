@@ -31,7 +31,8 @@ class ModuleDecl:
     """One multimodal submodule; ``paths`` are alternatives, the first that exists is used."""
 
     paths: tuple[str, ...]
-    modality: str = "vision"
+    modality: str
+    """Required, as in :class:`~mmfreeze.resolver.spec.MultimodalModuleSpec`: no silent default."""
     role: str | None = None
     conditionally_executed: bool = True
     required: bool = True

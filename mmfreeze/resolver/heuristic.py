@@ -14,6 +14,7 @@ from functools import cache
 
 from mmfreeze.resolver.canonical import CanonicalStructure
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl
+from mmfreeze.resolver.paths import is_under_any
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def guess_entry(structure: CanonicalStructure) -> ArchitectureEntry:
     language = tuple(
         LanguagePart(paths=(path,), part=LANGUAGE_LEAF_NAMES[_leaf(path)])
         for path in shallow
-        if _leaf(path) in LANGUAGE_LEAF_NAMES and not _under_any(path, [d.paths[0] for d in modules])
+        if _leaf(path) in LANGUAGE_LEAF_NAMES and not is_under_any(path, [d.paths[0] for d in modules])
     )
     return ArchitectureEntry(modules=modules, language_model=language)
 
@@ -82,6 +83,3 @@ def _warn_once(class_name: str, guessed: str) -> None:
 def _leaf(path: str) -> str:
     return path.rsplit(".", 1)[-1]
 
-
-def _under_any(path: str, parents: list[str]) -> bool:
-    return any(path.startswith(parent + ".") for parent in parents)

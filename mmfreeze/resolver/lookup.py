@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from mmfreeze.exceptions import ResolverError
 from mmfreeze.resolver.canonical import CanonicalStructure
-
-
-def closest_paths(structure: CanonicalStructure, path: str, *, count: int = 5) -> list[str]:
-    """The existing module paths most similar to ``path`` (difflib), best first."""
-    return difflib.get_close_matches(path, [p for p in structure.modules if p], n=count, cutoff=0.4)
+from mmfreeze.suggest import closest_paths
 
 
 def missing_path_error(structure: CanonicalStructure, tried: Iterable[str], *, key: str) -> ResolverError:
     tried = list(tried)
-    close = [match for path in tried for match in closest_paths(structure, path, count=3)]
+    existing = [p for p in structure.modules if p]
+    close = [match for path in tried for match in closest_paths(path, existing, count=3)]
     hint = ", ".join(dict.fromkeys(close)) or "none similar"
     return ResolverError(
         f"no module at {' or '.join(repr(p) for p in tried)} in {structure.class_name}; "

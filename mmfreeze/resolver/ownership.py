@@ -52,7 +52,7 @@ def layer_containers(structure: CanonicalStructure, group_of_owner: Mapping[str,
     ranked = sorted(group_of_owner, key=lambda path: -path.count(".") if path else 1)
     found: dict[str, list[str]] = defaultdict(list)
     taken: list[str] = []
-    for path in sorted(_numbered_layer_lists(structure)):
+    for path in sorted(numbered_layer_lists(structure)):
         if any(is_under(path, outer) for outer in taken):
             continue
         owner = next((o for o in ranked if is_under(path, o)), None)
@@ -62,7 +62,8 @@ def layer_containers(structure: CanonicalStructure, group_of_owner: Mapping[str,
     return {group: tuple(paths) for group, paths in found.items()}
 
 
-def _numbered_layer_lists(structure: CanonicalStructure) -> list[str]:
+def numbered_layer_lists(structure: CanonicalStructure) -> list[str]:
+    """Canonical paths of every module whose numbered children all are layers (the one rule for a layer stack)."""
     children: dict[str, set[str]] = defaultdict(set)
     for path, class_name in structure.modules.items():
         parent, _, leaf = path.rpartition(".")

@@ -15,7 +15,7 @@ FSDP2 (``fully_shard``) adds no segment but swaps each sharded module's class fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 WRAPPER_SEGMENTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
 PEFT_LAYER_SEGMENT = "base_layer"
@@ -74,3 +74,14 @@ def canonical_path(raw: str, *, peft_prefix: str | None) -> str | None:
 def is_under(name: str, module_path: str) -> bool:
     """A dotted ``name`` lies inside the module at ``module_path`` (``""`` contains everything)."""
     return module_path == "" or name == module_path or name.startswith(module_path + ".")
+
+
+def is_under_any(name: str, module_paths: Iterable[str]) -> bool:
+    """:func:`is_under` one of ``module_paths``."""
+    return any(is_under(name, path) for path in module_paths)
+
+
+def name_prefixes(name: str) -> Iterator[str]:
+    """``a``, ``a.b``, ``a.b.c`` for ``a.b.c``: every path at or above a dotted name (root excluded)."""
+    parts = name.split(".")
+    return (".".join(parts[:end]) for end in range(1, len(parts) + 1))

@@ -36,12 +36,14 @@ def resolve_structure(
     override_specs: Sequence[MultimodalModuleSpec] = (),
     class_entry: ArchitectureEntry | None = None,
     table: Mapping[str, ArchitectureEntry] | None = None,
+    warn_guess: bool = True,
 ) -> ResolvedInventory:
     """Resolve multimodal modules, language model and parameter ownership on pure data.
 
     ``class_entry`` is the model class's own declaration (the live wrapper reads it from the
     class attribute ``mmfreeze_architecture``, since a structure has only class names);
-    ``table`` defaults to the central :data:`ARCHITECTURE_TABLE`.
+    ``table`` defaults to the central :data:`ARCHITECTURE_TABLE`. ``warn_guess=False`` skips the
+    heuristic's log line, for callers (report labels) to whom a guessed inventory is good enough.
     """
     from mmfreeze.resolver.table import ARCHITECTURE_TABLE
 
@@ -52,7 +54,7 @@ def resolve_structure(
         class_entry=class_entry,
         table=ARCHITECTURE_TABLE if table is None else table,
     )
-    if declaration.entry_source == "heuristic":
+    if warn_guess and declaration.entry_source == "heuristic":
         warn_guessed(canonical.class_name, declaration.entry)
     specs = apply_overrides(canonical, declaration.specs, override_specs)
     specs = drop_redundant_children(dedupe_aliases(specs))

@@ -23,7 +23,8 @@ class MultimodalModuleSpec:
     """
 
     path: str
-    modality: str = "vision"
+    modality: str
+    """Required: a default would silently count an undeclared module as one modality."""
     role: str | None = None
     conditionally_executed: bool = True
     """The model's forward may skip this module (e.g. on a text-only batch)."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mmfreeze.resolver import table_audio, table_llava, table_other, table_qwen, table_text
+from mmfreeze.resolver import table_audio, table_framework, table_llava, table_other, table_qwen, table_text
 from mmfreeze.resolver.entry import ArchitectureEntry
 
-_FAMILIES = (table_llava.TABLE, table_qwen.TABLE, table_audio.TABLE, table_other.TABLE, table_text.TABLE)
+_FAMILIES = (
+    table_llava.TABLE, table_qwen.TABLE, table_audio.TABLE, table_other.TABLE, table_text.TABLE, table_framework.TABLE,
+)
 
 
 def _merge(families) -> dict[str, ArchitectureEntry]:
@@ -21,4 +23,5 @@ def _merge(families) -> dict[str, ArchitectureEntry]:
     return merged
 
 
-ARCHITECTURE_TABLE: Mapping[str, ArchitectureEntry] = _merge(_FAMILIES)
+# NeMo AutoModel's classes that share a transformers name get their own paths as later alternatives.
+ARCHITECTURE_TABLE: Mapping[str, ArchitectureEntry] = table_framework.with_framework_paths(_merge(_FAMILIES))

@@ -7,9 +7,12 @@ codec or tokenizer encoder, since it plays the tower's part for freezing and sha
 from __future__ import annotations
 
 from mmfreeze.resolver.entry import ArchitectureEntry
-from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, projector, tower, tower_and_projector
+from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, projector, tower
 
-AUDIO_STANDARD = tower_and_projector("model.audio_tower", modality="audio")
+AUDIO_STANDARD = ArchitectureEntry(
+    modules=(tower("model.audio_tower", modality="audio"), projector("model.multi_modal_projector", modality="audio")),
+    language_model=STANDARD_LANGUAGE,
+)
 
 GRANITE_SPEECH = ArchitectureEntry(
     modules=(tower("model.encoder", modality="audio"), projector("model.projector", modality="audio")),

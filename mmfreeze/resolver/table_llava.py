@@ -12,13 +12,14 @@ from mmfreeze.resolver.table_parts import (
     STANDARD_LANGUAGE,
     decl,
     language,
-    projector,
     tower,
-    tower_and_projector,
+    vision_projector,
+    vision_tower,
+    vision_tower_and_projector,
 )
 
-STANDARD = tower_and_projector()
-WITH_IMAGE_NEWLINE = tower_and_projector(unowned=(IMAGE_NEWLINE,))
+STANDARD = vision_tower_and_projector()
+WITH_IMAGE_NEWLINE = vision_tower_and_projector(unowned=(IMAGE_NEWLINE,))
 
 LLAVA_FAMILY = {
     name: STANDARD
@@ -51,7 +52,7 @@ LLAVA_FAMILY = {
 }
 
 OTHER_NAMES = {
-    "UnlimitedOcrForConditionalGeneration": tower_and_projector(
+    "UnlimitedOcrForConditionalGeneration": vision_tower_and_projector(
         unowned=(
             IMAGE_NEWLINE,
             Unowned(path="model.view_separator", reason="learned separator between image views, held by the wrapper"),
@@ -62,12 +63,12 @@ OTHER_NAMES = {
         modules=STANDARD.modules,
         language_model=language("model.language_model", embeddings="model.language_model.shared"),
     ),
-    "Step3p7ForConditionalGeneration": tower_and_projector("model.vision_model"),
-    "MllamaForConditionalGeneration": tower_and_projector("model.vision_model"),
-    "LightOnOcrForConditionalGeneration": tower_and_projector("model.vision_encoder", "model.vision_projection"),
-    "VideoLlama3ForConditionalGeneration": tower_and_projector("model.vision_model", "model.projector"),
-    "DeepseekVLForConditionalGeneration": tower_and_projector("model.vision_model", "model.aligner"),
-    "Kimi_K25ForConditionalGeneration": tower_and_projector("model.vision_tower", "model.mm_projector"),
+    "Step3p7ForConditionalGeneration": vision_tower_and_projector("model.vision_model"),
+    "MllamaForConditionalGeneration": vision_tower_and_projector("model.vision_model"),
+    "LightOnOcrForConditionalGeneration": vision_tower_and_projector("model.vision_encoder", "model.vision_projection"),
+    "VideoLlama3ForConditionalGeneration": vision_tower_and_projector("model.vision_model", "model.projector"),
+    "DeepseekVLForConditionalGeneration": vision_tower_and_projector("model.vision_model", "model.aligner"),
+    "Kimi_K25ForConditionalGeneration": vision_tower_and_projector("model.vision_tower", "model.mm_projector"),
     # MiniCPM-V: the ``merger`` after the tower is the projector; ``vit_merger`` inside the tower
     # merges windows between ViT blocks, so it stays tower.
     **dict.fromkeys(
@@ -76,29 +77,29 @@ OTHER_NAMES = {
             "MiniCPMV4_6ForConditionalGeneration",
             "MiniCPMV4_7ForConditionalGeneration",
         ),
-        tower_and_projector("model.vision_tower", "model.merger"),
+        vision_tower_and_projector("model.vision_tower", "model.merger"),
     ),
     # Ovis2 maps visual tokens through a probabilistic embedding table instead of a projector.
     "Ovis2ForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder")),
+        modules=(vision_tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder")),
         language_model=STANDARD_LANGUAGE,
     ),
     # Two CLIP towers, one per input kind, sharing one projector.
     "VideoLlavaForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.image_tower"),
+            vision_tower("model.image_tower"),
             tower("model.video_tower", modality="video"),
-            projector("model.multi_modal_projector"),
+            vision_projector("model.multi_modal_projector"),
         ),
         language_model=STANDARD_LANGUAGE,
     ),
     "DeepseekVLHybridForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vision_model"),
-            tower("model.high_res_vision_model"),
+            vision_tower("model.vision_model"),
+            vision_tower("model.high_res_vision_model"),
             decl("model.high_res_vision_neck", modality="vision", role="tower"),
-            projector("model.high_res_vision_proj"),
-            projector("model.aligner"),
+            vision_projector("model.high_res_vision_proj"),
+            vision_projector("model.aligner"),
         ),
         language_model=STANDARD_LANGUAGE,
         unowned=(
@@ -109,14 +110,14 @@ OTHER_NAMES = {
         ),
     ),
     "MuseGlimmerForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.vision_tower"), projector("model.vision_adapter"), projector("model.vision_projection")),
+        modules=(vision_tower("model.vision_tower"), vision_projector("model.vision_adapter"), vision_projector("model.vision_projection")),
         language_model=STANDARD_LANGUAGE,
     ),
     "MuseSparkForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vision_tower"),
-            projector("model.vision_adapter"),
-            projector("model.vision_projection"),
+            vision_tower("model.vision_tower"),
+            vision_projector("model.vision_adapter"),
+            vision_projector("model.vision_projection"),
             tower("model.audio_tower", modality="audio"),
         ),
         language_model=STANDARD_LANGUAGE,

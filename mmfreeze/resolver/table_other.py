@@ -24,7 +24,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl, Unowned
-from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, other, projector, tower
+from mmfreeze.resolver.table_parts import (
+    STANDARD_LANGUAGE,
+    decl,
+    language,
+    other,
+    projector,
+    tower,
+    vision_projector,
+    vision_tower,
+)
 
 
 def optional(*decls: ModuleDecl) -> tuple[ModuleDecl, ...]:
@@ -32,18 +41,18 @@ def optional(*decls: ModuleDecl) -> tuple[ModuleDecl, ...]:
 
 
 BLIP2_FAMILY = ArchitectureEntry(
-    modules=(tower("vision_model"), decl("qformer", modality="vision", role="resampler"), projector("language_projection")),
+    modules=(vision_tower("vision_model"), decl("qformer", modality="vision", role="resampler"), vision_projector("language_projection")),
     language_model=language("language_model.model", embeddings="language_model.model.decoder.embed_tokens", lm_head="language_model.lm_head"),
     unowned=(Unowned(path="query_tokens", reason="learned Q-Former queries held by the root model"),),
 )
 
 IDEFICS2_FAMILY = ArchitectureEntry(
-    modules=(tower("model.vision_model"), projector("model.connector")),
+    modules=(vision_tower("model.vision_model"), vision_projector("model.connector")),
     language_model=language("model.text_model"),
 )
 
 KOSMOS2_FAMILY = ArchitectureEntry(
-    modules=(tower("vision_model"), projector("image_to_text_projection")),
+    modules=(vision_tower("vision_model"), vision_projector("image_to_text_projection")),
     language_model=language("text_model.model", lm_head="text_model.lm_head"),
 )
 
@@ -67,11 +76,11 @@ TABLE = {
     "Kosmos2ForConditionalGeneration": KOSMOS2_FAMILY,
     "Kosmos2_5ForConditionalGeneration": KOSMOS2_FAMILY,
     "GraniteDoclingForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.vision_model"), projector("model.vision_model.connector")),
+        modules=(vision_tower("model.vision_model"), vision_projector("model.vision_model.connector")),
         language_model=language("model.text_model"),
     ),
     "BlipForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("vision_model"),),
+        modules=(vision_tower("vision_model"),),
         language_model=language(
             "text_decoder.bert", embeddings="text_decoder.bert.embeddings", lm_head="text_decoder.cls"
         ),
@@ -81,15 +90,15 @@ TABLE = {
         language_model=(LanguagePart(paths=("decoder",), part="decoder"),),
     ),
     "Pix2StructForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("encoder"),),
+        modules=(vision_tower("encoder"),),
         language_model=language("decoder", lm_head="decoder.lm_head"),
     ),
     "PPFormulaNetForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.encoder"), projector("model.encoder.multi_modal_projector")),
+        modules=(vision_tower("model.encoder"), vision_projector("model.encoder.multi_modal_projector")),
         language_model=language("model.decoder"),
     ),
     "T5Gemma2ForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.encoder.vision_tower"), projector("model.encoder.multi_modal_projector")),
+        modules=(vision_tower("model.encoder.vision_tower"), vision_projector("model.encoder.multi_modal_projector")),
         language_model=(
             *language("model.encoder.text_model", lm_head="lm_head"),
             other("model.decoder"),
@@ -105,7 +114,7 @@ TABLE = {
         ),
     ),
     "GitForCausalLM": ArchitectureEntry(
-        modules=(tower("git.image_encoder"), projector("git.visual_projection")),
+        modules=(vision_tower("git.image_encoder"), vision_projector("git.visual_projection")),
         language_model=language("git.encoder", embeddings="git.embeddings", lm_head="output"),
     ),
     # Fuyu has no tower: image patches go through one linear layer into the decoder.
@@ -114,16 +123,16 @@ TABLE = {
         language_model=STANDARD_LANGUAGE,
     ),
     "Llama4ForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("vision_model"), projector("multi_modal_projector")),
+        modules=(vision_tower("vision_model"), vision_projector("multi_modal_projector")),
         language_model=language("language_model.model", lm_head="language_model.lm_head"),
     ),
     "NemotronH_Omni_Reasoning_V3": ArchitectureEntry(
-        modules=(tower("vision_model"), projector("multi_modal_projector")),
+        modules=(vision_tower("vision_model"), vision_projector("multi_modal_projector")),
         language_model=language("language_model.model", embeddings="language_model.model.embeddings", lm_head="language_model.lm_head"),
     ),
     "IdeficsForVisionText2Text": ArchitectureEntry(
         modules=(
-            tower("model.vision_model"),
+            vision_tower("model.vision_model"),
             decl("model.gated_cross_attn_layers", modality="vision", role="cross_attention"),
             decl("model.perceiver_resampler", modality="vision", role="resampler", required=False),
         ),
@@ -134,8 +143,8 @@ TABLE = {
     ),
     "Phi4MultimodalForCausalLM": ArchitectureEntry(
         modules=(
-            projector("model.embed_tokens_extend.image_embed"),
-            tower("model.embed_tokens_extend.image_embed.img_processor"),
+            vision_projector("model.embed_tokens_extend.image_embed"),
+            vision_tower("model.embed_tokens_extend.image_embed.img_processor"),
             projector("model.embed_tokens_extend.audio_embed", modality="audio"),
             tower("model.embed_tokens_extend.audio_embed.encoder", modality="audio"),
         ),
@@ -146,8 +155,8 @@ TABLE = {
     ),
     "JanusForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vision_model"),
-            projector("model.aligner"),
+            vision_tower("model.vision_model"),
+            vision_projector("model.aligner"),
             decl("model.vqmodel", modality="vision", role="generator"),
             decl("model.generation_embeddings", modality="vision", role="generator"),
             decl("model.generation_aligner", modality="vision", role="generator"),
@@ -157,7 +166,7 @@ TABLE = {
     ),
     "Gemma3nForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vision_tower"),
+            vision_tower("model.vision_tower"),
             decl("model.embed_vision", modality="vision", role="embedder"),
             tower("model.audio_tower", modality="audio"),
             decl("model.embed_audio", modality="audio", role="embedder"),
@@ -166,7 +175,7 @@ TABLE = {
     ),
     "Gemma4ForConditionalGeneration": ArchitectureEntry(
         modules=optional(
-            tower("model.vision_tower"),
+            vision_tower("model.vision_tower"),
             decl("model.embed_vision", modality="vision", role="embedder"),
             tower("model.audio_tower", modality="audio"),
             decl("model.embed_audio", modality="audio", role="embedder"),
@@ -181,11 +190,11 @@ TABLE = {
         language_model=STANDARD_LANGUAGE,
     ),
     "Ernie4_5_VLMoeForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.vision_tower"), decl("model.resampler_model", modality="vision", role="resampler")),
+        modules=(vision_tower("model.vision_tower"), decl("model.resampler_model", modality="vision", role="resampler")),
         language_model=STANDARD_LANGUAGE,
     ),
     "InklingForConditionalGeneration": ArchitectureEntry(
-        modules=(tower("model.vision_tower"), tower("model.audio_tower", modality="audio")),
+        modules=(vision_tower("model.vision_tower"), tower("model.audio_tower", modality="audio")),
         language_model=STANDARD_LANGUAGE,
     ),
     # Apertus tokenizes images and audio into discrete tokens the decoder reads as text.
@@ -208,8 +217,8 @@ TABLE = {
     # action expert (``dit``) and action embeddings are the ``action`` modality.
     "PI0ForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vlm.vision_tower"),
-            projector("model.vlm.multi_modal_projector"),
+            vision_tower("model.vlm.vision_tower"),
+            vision_projector("model.vlm.multi_modal_projector"),
             decl("model.dit", modality="action", role="expert", conditionally_executed=False),
             decl("embed_action_time", modality="action", role="embedder", conditionally_executed=False),
             decl("action_out_proj", modality="action", role="head", conditionally_executed=False),

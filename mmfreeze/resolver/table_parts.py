@@ -5,12 +5,24 @@ from __future__ import annotations
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl, Unowned
 
 
-def tower(*paths: str, modality: str = "vision", required: bool = True) -> ModuleDecl:
+# Every helper states its modality (in its name or as a required keyword): an entry never becomes
+# vision by default.
+
+
+def tower(*paths: str, modality: str, required: bool = True) -> ModuleDecl:
     return ModuleDecl(paths=paths, modality=modality, role="tower", required=required)
 
 
-def projector(*paths: str, modality: str = "vision", required: bool = True) -> ModuleDecl:
+def projector(*paths: str, modality: str, required: bool = True) -> ModuleDecl:
     return ModuleDecl(paths=paths, modality=modality, role="projector", required=required)
+
+
+def vision_tower(*paths: str, required: bool = True) -> ModuleDecl:
+    return tower(*paths, modality="vision", required=required)
+
+
+def vision_projector(*paths: str, required: bool = True) -> ModuleDecl:
+    return projector(*paths, modality="vision", required=required)
 
 
 def decl(
@@ -41,15 +53,15 @@ def other(*paths: str) -> LanguagePart:
 STANDARD_LANGUAGE = language("model.language_model")
 
 
-def tower_and_projector(
+def vision_tower_and_projector(
     tower_path: str = "model.vision_tower",
     projector_path: str = "model.multi_modal_projector",
     *,
-    modality: str = "vision",
     unowned: tuple[Unowned, ...] = (),
 ) -> ArchitectureEntry:
+    """The standard VLM layout: a vision tower and projector beside ``STANDARD_LANGUAGE``."""
     return ArchitectureEntry(
-        modules=(tower(tower_path, modality=modality), projector(projector_path, modality=modality)),
+        modules=(vision_tower(tower_path), vision_projector(projector_path)),
         language_model=STANDARD_LANGUAGE,
         unowned=unowned,
     )

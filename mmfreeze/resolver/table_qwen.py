@@ -23,12 +23,19 @@ thinkers. 5.24 nests the towers and the text model under ``model`` (``model.visu
 from __future__ import annotations
 
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart
-from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, projector, tower
+from mmfreeze.resolver.table_parts import (
+    STANDARD_LANGUAGE,
+    decl,
+    projector,
+    tower,
+    vision_projector,
+    vision_tower,
+)
 
 
 def visual_with_merger(*projectors: str, visual: str = "model.visual") -> ArchitectureEntry:
     return ArchitectureEntry(
-        modules=(tower(visual), *(projector(p) for p in projectors)),
+        modules=(vision_tower(visual), *(vision_projector(p) for p in projectors)),
         language_model=STANDARD_LANGUAGE,
     )
 
@@ -48,8 +55,8 @@ OMNI_THINKER_LANGUAGE = (
 # transformers 5.18 holds the towers on the thinker, not under ``model``.
 QWEN2_5_OMNI_THINKER = ArchitectureEntry(
     modules=(
-        tower("model.visual", "visual"),  # second path: transformers 5.18
-        projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
+        vision_tower("model.visual", "visual"),  # second path: transformers 5.18
+        vision_projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
         tower("model.audio_tower", "audio_tower", modality="audio"),  # second path: transformers 5.18
         projector("model.audio_tower.proj", "audio_tower.proj", modality="audio"),  # second path: transformers 5.18
     ),
@@ -58,9 +65,9 @@ QWEN2_5_OMNI_THINKER = ArchitectureEntry(
 
 QWEN3_OMNI_THINKER = ArchitectureEntry(
     modules=(
-        tower("model.visual", "visual"),  # second path: transformers 5.18
-        projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
-        projector("model.visual.merger_list", "visual.merger_list"),  # second path: transformers 5.18
+        vision_tower("model.visual", "visual"),  # second path: transformers 5.18
+        vision_projector("model.visual.merger", "visual.merger"),  # second path: transformers 5.18
+        vision_projector("model.visual.merger_list", "visual.merger_list"),  # second path: transformers 5.18
         tower("model.audio_tower", "audio_tower", modality="audio"),  # second path: transformers 5.18
         projector("model.audio_tower.proj1", "audio_tower.proj1", modality="audio"),  # second path: transformers 5.18
         projector("model.audio_tower.proj2", "audio_tower.proj2", modality="audio"),  # second path: transformers 5.18
@@ -121,8 +128,8 @@ TABLE = {
     "PaddleOCRVLForConditionalGeneration": visual_with_merger("model.projector"),
     "Dots3NoteForConditionalGeneration": ArchitectureEntry(
         modules=(
-            tower("model.vision_tower"),
-            projector("model.vision_tower.merger"),
+            vision_tower("model.vision_tower"),
+            vision_projector("model.vision_tower.merger"),
             tower("model.audio_tower", modality="audio"),
             projector("model.audio_tower.adapter", modality="audio"),
         ),

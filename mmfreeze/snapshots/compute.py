@@ -11,12 +11,14 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.loader import find_recipe_config, load_structure, structure_source
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, describe_build
+from mmfreeze.models.loader import ModelRequest, find_config, load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
@@ -50,6 +52,12 @@ class LoadingOptions:
     """The run's parsed YAML, shared with discovery: each file is parsed once."""
     recipes: dict[Path, Recipe] = field(default_factory=dict)
     """Recipes already parsed in this run, by path."""
+    builder: BuilderChoice = TRANSFORMERS_BUILDER
+    """What builds the models (``[tool.mmfreeze] builder``, :func:`mmfreeze.models.framework.choose_builder`)."""
+
+    def request(self, recipe: Recipe) -> ModelRequest:
+        """The recipe's model request under this run's builder."""
+        return model_request(recipe, self.builder)
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:
@@ -60,7 +68,7 @@ class LoadingOptions:
         return self.recipes[path]
 
     def structure_key(self, recipe: Recipe) -> str:
-        return structure_source(recipe, allow_network=self.allow_network)[1]
+        return structure_source(self.request(recipe), allow_network=self.allow_network)[1]
 
     def frozen_set_key(self, recipe: Recipe) -> str:
         return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint())
@@ -89,7 +97,7 @@ def prefetch(
     waiting: dict[str, list[Recipe]] = {}
     """Structure key -> recipes whose frozen set needs that structure."""
 
-    def uncached() -> Iterator[Recipe]:
+    def uncached() -> Iterator[ModelRequest]:
         # A generator: the builder starts the worker processes (and their torch import) at the
         # first missing structure, while the remaining recipes are still being read here.
         for path in paths:
@@ -100,7 +108,7 @@ def prefetch(
                 continue
             if not cached:
                 waiting.setdefault(options.structure_key(recipe), []).append(recipe)
-                yield recipe
+                yield options.request(recipe)
 
     def compute_waiting(key: str) -> None:
         for recipe in waiting[key]:
@@ -119,10 +127,19 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     recipe = options.recipe(path)
     record = _record(recipe, options)
     # Only where the config came from: the structure key (a hash of it) is not needed here.
-    source = find_recipe_config(recipe, allow_network=options.allow_network)
+    request = options.request(recipe)
+    source = find_config(request, allow_network=options.allow_network)
     config = describe_config_source(source.kind, source.provenance)
-    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id, config=config)
+    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id, config=config,
+                               **builder_header(record, request, source.config, target=recipe.model.target))
     return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
+
+
+def builder_header(
+    record: FrozenSetRecord, request: ModelRequest, config: Mapping[str, Any], *, target: str
+) -> dict[str, str]:
+    """The header's ``builder`` and ``divergence`` values for one recipe sharing ``record``."""
+    return describe_build(record.architecture, record.build_note, request.build, config, target=target)
 
 
 def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:
@@ -148,8 +165,10 @@ def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComput
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
-    # Imported here: a warm run reads every set from the cache and never loads the engine.
+    # Imported here: a warm run reads every set from the cache and never loads the engine or the resolver.
     from mmfreeze.freeze.engine import compute_frozen_set
+    from mmfreeze.resolver.overrides import override_specs
 
-    loaded = load_structure(recipe, options.cache, allow_network=options.allow_network)
-    return compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path)
+    loaded = load_structure(options.request(recipe), options.cache, allow_network=options.allow_network)
+    return compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path,
+                              override_specs=override_specs(recipe.module_overrides))

@@ -7,21 +7,11 @@ compares the header, where a field-by-field account is what a reviewer wants.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
+from mmfreeze.resolver.labels import ModuleGroup, group_names
 from mmfreeze.snapshots.format import Snapshot
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModuleGroup:
-    """Parameters of one module (resolved) or name prefix that moved the same way."""
-
-    label: str
-    tensors: int
-    parameters: int
-    """Element count (numel); names the current model no longer has count 0."""
-    names: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,40 +30,6 @@ class RecipeChange:
     newly_frozen: tuple[ModuleGroup, ...]
     newly_trainable: tuple[ModuleGroup, ...]
     """Stored as frozen, not frozen any more (trainable now, or gone from the model)."""
-
-    @property
-    def newly_frozen_tensors(self) -> int:
-        return sum(group.tensors for group in self.newly_frozen)
-
-    @property
-    def newly_trainable_tensors(self) -> int:
-        return sum(group.tensors for group in self.newly_trainable)
-
-    @property
-    def newly_frozen_parameters(self) -> int:
-        return sum(group.parameters for group in self.newly_frozen)
-
-    @property
-    def newly_trainable_parameters(self) -> int:
-        return sum(group.parameters for group in self.newly_trainable)
-
-
-def group_names(
-    names: Iterable[str], *, numel_of: Mapping[str, int], group_of: Callable[[str], str]
-) -> tuple[ModuleGroup, ...]:
-    """Names grouped by label, groups sorted by label, names sorted within."""
-    grouped: dict[str, list[str]] = {}
-    for name in names:
-        grouped.setdefault(group_of(name), []).append(name)
-    return tuple(
-        ModuleGroup(
-            label=label,
-            tensors=len(members),
-            parameters=sum(numel_of.get(name, 0) for name in members),
-            names=tuple(sorted(members)),
-        )
-        for label, members in sorted(grouped.items())
-    )
 
 
 def header_changes(old: Snapshot, new: Snapshot) -> tuple[HeaderChange, ...]:

@@ -3,11 +3,12 @@
 Example::
 
     # mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`.
-    format: 2
+    format: 3
     recipe: example_configs/vlm_finetune/qwen2_5_vl/cord_v2.yaml
     model_id: Qwen/Qwen2.5-VL-3B-Instruct
     config: registry (published)
     architecture: Qwen2_5_VLForConditionalGeneration
+    builder: transformers
     framework: nemo-automodel 0.7
     transformers: 5.24.0
     frozen_tensors: 390
@@ -24,6 +25,16 @@ between releases, so the header records it): no times, no absolute paths. ``form
 The input vocabulary is not in it: a recipe rewritten to another vocabulary with the same
 behaviour keeps the same snapshot. ``framework`` names the nemo-automodel release whose rules gave
 the set (``mmfreeze.releases``), with the reason when it is not the current one.
+
+``builder`` names what built the model (``transformers``, or ``nemo-automodel 0.7.0``: the
+framework's own class where it has one, :mod:`mmfreeze.models.framework`). When transformers
+built the model of an architecture the framework builds itself, a ``divergence`` line says so::
+
+    divergence: built as transformers class Qwen3_5ForConditionalGeneration; the framework builds its own Qwen3_5ForConditionalGeneration (nemo_automodel.components.models.qwen3_5.model) for this architecture
+
+Why the builder was chosen (``auto``: is the framework installed, with its transformers?) is not
+stored: a snapshot is the same on a machine without the framework as in the main environment.
+Format 3 added ``builder`` and ``divergence``.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ from typing import Any
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
 SEPARATOR = "---"
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
@@ -53,6 +64,12 @@ class SnapshotHeader:
     ``registry (published|partial|default)``, ``hf-cache (published)``, ``local``, ..."""
     architecture: str
     """Class name of the built model."""
+    builder: str = "transformers"
+    """What built it: ``transformers``, or ``nemo-automodel <release>`` (the framework's way)."""
+    divergence: str = ""
+    """Set when transformers built the model of an architecture the framework builds with its own
+    class: which class the framework builds (and, after a fallback, why it was not built here).
+    Not rendered when empty."""
     framework: str
     """The framework release whose rules applied, e.g. ``nemo-automodel 0.7``."""
     transformers: str
@@ -77,16 +94,21 @@ class Snapshot:
 
 
 _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
+_OPTIONAL = frozenset({"divergence"})
+"""Header fields written only when they have a value."""
 
 
 def render_snapshot(snapshot: Snapshot) -> str:
     """The file text; identical input gives identical bytes."""
     header = snapshot.header
-    for value in (header.recipe, header.model_id, header.config, header.architecture, header.framework,
-                  header.transformers):
+    for value in (header.recipe, header.model_id, header.config, header.architecture, header.builder,
+                  header.framework, header.transformers):
         _check_storable(value, header.recipe)
+    if header.divergence:
+        _check_storable(header.divergence, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
-    lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader)]
+    lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader) if f.name not in _OPTIONAL
+              or getattr(header, f.name)]
     lines.append(SEPARATOR)
     lines += snapshot.lines
     return "\n".join(lines) + "\n"

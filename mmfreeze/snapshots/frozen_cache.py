@@ -28,7 +28,7 @@ from mmfreeze.versions import installed_version
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
 
-RECORD_FORMAT_VERSION = 3
+RECORD_FORMAT_VERSION = 4
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +46,8 @@ class FrozenSetRecord:
     frozen_parameters: int
     trainable_tensors: int
     trainable_parameters: int
+    build_note: str = ""
+    """Why the transformers class stands in for the framework's (a fallback), from the structure."""
 
     @classmethod
     def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
@@ -60,16 +62,22 @@ class FrozenSetRecord:
             frozen_parameters=frozen_numel,
             trainable_tensors=len(structure.parameters) - len(result.frozen),
             trainable_parameters=structure.total_numel - frozen_numel,
+            build_note=structure.build_note,
         )
 
-    def snapshot(self, *, recipe: str, model_id: str, config: str) -> Snapshot:
+    def snapshot(
+        self, *, recipe: str, model_id: str, config: str, builder: str = "transformers", divergence: str = ""
+    ) -> Snapshot:
         """The snapshot of one recipe sharing this computation (``config``: where its model
-        config came from, see :func:`mmfreeze.snapshots.format.describe_config_source`)."""
+        config came from, see :func:`mmfreeze.snapshots.format.describe_config_source`;
+        ``builder`` and ``divergence``: see :class:`~mmfreeze.snapshots.format.SnapshotHeader`)."""
         header = SnapshotHeader(
             recipe=recipe,
             model_id=model_id,
             config=config,
             architecture=self.architecture,
+            builder=builder,
+            divergence=divergence,
             framework=self.framework,
             transformers=self.transformers,
             frozen_tensors=self.frozen_tensors,

@@ -29,6 +29,7 @@ from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, Settings
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import missing_configs_summary
+from mmfreeze.models.framework import BuilderChoice, choose_builder
 from mmfreeze.recipes.discovery import SKIPPED_DIRS, RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
@@ -41,7 +42,7 @@ from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key, recipe_path, snapshot_path
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
-from mmfreeze.settings import Settings, default_settings, find_settings
+from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
 DOCUMENTS_KEY = pytest.StashKey[YamlDocuments]()
@@ -88,6 +89,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mmfreeze-cache-dir", default=None, metavar="DIR", help="Cache folder (model structures and frozen sets).")
     group.addoption("--mmfreeze-no-cache", action="store_true", help="Read and write no on-disk cache.")
     group.addoption("--mmfreeze-allow-network", action="store_true", help="Fetch configs from the hub.")
+    group.addoption("--mmfreeze-builder", default=None, choices=BUILDER_SETTINGS,
+                    help="What builds the models (default: [tool.mmfreeze] builder, else auto).")
+    group.addoption("--mmfreeze-builder-fallback", default=None, choices=FALLBACK_SETTINGS,
+                    help="transformers: build the transformers class where the framework's cannot be built on meta.")
     group.addoption("--mmfreeze-workers", type=int, default=None, metavar="N",
                     help="Worker processes building models missing from the cache (default: available cores).")
 
@@ -122,9 +127,18 @@ def pytest_configure(config: pytest.Config) -> None:
             root=root,
             configs_dir=(root / configs).absolute() if configs else settings.configs,
             documents=documents,
+            builder=_builder(option, settings),
         ),
         finder=finder,
     )
+
+
+def _builder(option: Any, settings: Settings) -> BuilderChoice:
+    try:
+        return choose_builder(option.mmfreeze_builder or settings.builder,
+                              option.mmfreeze_builder_fallback or settings.builder_fallback)
+    except SettingsError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def _settings(config: pytest.Config) -> Settings:

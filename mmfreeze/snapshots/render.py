@@ -10,7 +10,8 @@ from dataclasses import asdict
 
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
-from mmfreeze.snapshots.diff import ModuleGroup, RecipeChange
+from mmfreeze.resolver.labels import ModuleGroup, describe_total
+from mmfreeze.snapshots.diff import RecipeChange
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 STATUS_TITLES = {
@@ -19,16 +20,12 @@ STATUS_TITLES = {
 }
 
 
-def _count(tensors: int, parameters: int) -> str:
-    return f"{tensors:,} tensors / {parameters:,} parameters"
-
-
 def _text_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
     if not groups:
         return
-    yield f"  {title}: {_count(sum(g.tensors for g in groups), sum(g.parameters for g in groups))}"
+    yield f"  {title}: {describe_total(groups)}"
     for group in groups:
-        yield f"    {group.label}: {_count(group.tensors, group.parameters)}"
+        yield f"    {group.label}: {group.describe()}"
         yield from (f"      {line}" for line in compress_names(group.names))
 
 
@@ -75,8 +72,8 @@ def _md_code(text: str) -> str:
 
 def _md_summary_row(outcome: RecipeOutcome) -> str:
     change = outcome.change
-    frozen = _count(change.newly_frozen_tensors, change.newly_frozen_parameters) if change else ""
-    trainable = _count(change.newly_trainable_tensors, change.newly_trainable_parameters) if change else ""
+    frozen = describe_total(change.newly_frozen) if change else ""
+    trainable = describe_total(change.newly_trainable) if change else ""
     return f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} |"
 
 

@@ -54,6 +54,9 @@ class RunRequest:
     no_cache: bool = False
     allow_network: bool = False
     workers: int | None = None
+    builder: str | None = None
+    """``auto``, ``framework`` or ``transformers`` (``None``: the settings' default)."""
+    builder_fallback: str | None = None
 
 
 def pytest_args(request: RunRequest) -> list[str]:
@@ -77,6 +80,10 @@ def pytest_args(request: RunRequest) -> list[str]:
         args.append(f"--mmfreeze-cache-dir={request.cache_dir}")
     if request.workers is not None:
         args.append(f"--mmfreeze-workers={request.workers}")
+    if request.builder is not None:
+        args.append(f"--mmfreeze-builder={request.builder}")
+    if request.builder_fallback is not None:
+        args.append(f"--mmfreeze-builder-fallback={request.builder_fallback}")
     args += ["--mmfreeze-no-cache"] * request.no_cache + ["--mmfreeze-allow-network"] * request.allow_network
     return args
 

@@ -1,4 +1,5 @@
-"""CI runs the benchmark scripts in their quick mode: they must work, nothing timed is judged here."""
+"""CI runs the benchmark scripts: corpus_check.py in its smoke mode, resolver_coverage.py in full (it has
+no quick mode); they must work, nothing timed is judged here, only the coverage floor."""
 
 from __future__ import annotations
 

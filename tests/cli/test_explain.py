@@ -4,6 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+import transformers
 from click.testing import CliRunner
 
 from mmfreeze.cli.exit_codes import ExitCode
@@ -32,13 +34,27 @@ def recipe(tmp_path: Path) -> Path:
     return path
 
 
+def _reference_counts(config_dict: dict) -> tuple[int, int, int]:
+    """Parameters, parameter tensors and tied aliases of the config's model, from transformers
+    directly (no mmfreeze code path): built on meta, each tensor counted once however many
+    names it has."""
+    config = transformers.LlavaConfig.from_dict(config_dict)
+    with torch.device("meta"):
+        model = transformers.LlavaForConditionalGeneration(config)
+    unique = list(model.parameters())  # de-duplicates tied tensors
+    every_name = list(model.named_parameters(remove_duplicate=False))
+    return sum(p.numel() for p in unique), len(unique), len(every_name) - len(unique)
+
+
 def test_explain_json_reports_the_real_class_and_parameter_count(recipe: Path) -> None:
     result = CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"])
     assert result.exit_code == 0, result.output
     explanation = json.loads(result.stdout)
     assert explanation["architecture"] == "LlavaForConditionalGeneration"
     assert explanation["config_source"]["kind"] == "local"
-    assert explanation["parameters"] > 0 and explanation["parameter_tensors"] > 0
+    parameters, tensors, tied = _reference_counts(TINY_LLAVA)
+    assert (explanation["parameters"], explanation["parameter_tensors"], explanation["tied_aliases"]) == (
+        parameters, tensors, tied)
 
 
 def test_explain_bad_target_exits_with_input_error_and_one_line(tmp_path: Path) -> None:
@@ -58,7 +74,7 @@ def test_every_command_has_help() -> None:
 @pytest.mark.parametrize(
     ("freeze_config", "framework"),
     [("{freeze_vision_tower: true}", "nemo-automodel 0.7"),
-     ("{freeze_embeddings: true}", "nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings (unknown key))"),
+     ("{freeze_embeddings: true}", "nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings: unknown key)"),
      ("{unfreeze_modules: [{path: model.multi_modal_projector}]}", "nemo-automodel 0.7")],
 )
 def test_explain_states_which_framework_release_s_rules_applied(recipe: Path, freeze_config: str, framework: str) -> None:

@@ -163,7 +163,7 @@ def test_invalid_settings_are_a_usage_error_naming_the_key(tmp_path: Path) -> No
     (repo / "pyproject.toml").write_text('[tool.mmfreeze]\nconfig = "configs"\n')
     result = run(repo / "recipes", "--check", ".")
     assert result.returncode == ExitCode.USAGE
-    assert "pyproject.toml: tool.mmfreeze.config: unknown setting; did you mean `configs`?" in result.stderr
+    assert "pyproject.toml: tool.mmfreeze.config: unknown setting (did you mean 'configs'?)" in result.stderr
 
 
 def test_the_repositorys_own_pytest_run_applies_the_same_settings(tmp_path: Path) -> None:

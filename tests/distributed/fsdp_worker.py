@@ -9,7 +9,6 @@ parameter is held locally; an exception is saved as the result instead.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import time
@@ -17,9 +16,9 @@ import traceback
 
 import torch
 import torch.distributed as dist
+from tests.distributed.launch import join_process_group
 from tests.distributed.scenarios import SCENARIOS, Scenario, build_model
 from tests.distributed.tiny_vlms import build_batch, resolved_modules
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from mmfreeze.distributed import (
@@ -72,14 +71,8 @@ def _local(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def main() -> None:
-    rank, world, store_file, out_dir, timeout = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-    rank, world = int(rank), int(world)
-    torch.set_num_threads(1)  # two ranks share two cores
-    store = dist.FileStore(store_file, world)
-    dist.init_process_group(
-        "gloo", store=store, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=float(timeout))
-    )
-    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("dp",))
+    rank, world, store_file, out_dir, timeout = sys.argv[1:6]
+    rank, mesh = join_process_group(rank, world, store_file, timeout)
     for name in sys.argv[6:]:
         started = time.monotonic()
         try:

@@ -11,7 +11,6 @@ error and the seconds taken.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import sys
@@ -21,9 +20,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 import torch.distributed as dist
+from tests.distributed.launch import join_process_group
 from tests.distributed.tiny_vlms import build_batch, build_tiny, resolved_modules
 from tests.guard.helpers import TINY_FREEZE
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from mmfreeze import verify_frozen_set
@@ -86,13 +85,7 @@ def run_scenario(scenario: GuardScenario, rank: int, mesh) -> dict:
 
 def main() -> None:
     rank, world, store_file, out_dir, timeout, work_dir = sys.argv[1:7]
-    rank, world = int(rank), int(world)
-    torch.set_num_threads(1)  # two ranks share two cores
-    store = dist.FileStore(store_file, world)
-    dist.init_process_group(
-        "gloo", store=store, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=float(timeout))
-    )
-    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("dp",))
+    rank, mesh = join_process_group(rank, world, store_file, timeout)
     os.chdir(work_dir)  # the guard finds the snapshot the way `mmfreeze snapshot` run here would
     for name in sys.argv[7:]:
         started = time.monotonic()

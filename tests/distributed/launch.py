@@ -1,13 +1,22 @@
-"""Start a 2-rank worker script, wait up to a deadline, kill what is left: nothing can hang CI."""
+"""Start a 2-rank worker script, wait up to a deadline, kill what is left: nothing can hang CI.
+
+Both halves of the protocol live here: :func:`launch_ranks` (test side) starts the ranks,
+:func:`join_process_group` (worker side) joins them into one gloo group and a 1-D ``dp`` mesh.
+"""
 
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
 REPO = Path(__file__).resolve().parents[2]
 RANKS = 2
@@ -41,3 +50,18 @@ def launch_ranks(worker: Path, arguments: list[str], out: Path, *, deadline_s: f
             proc.wait()
             killed.append(rank)
     return RankRun(codes=[p.returncode for p in procs], killed=killed, seconds=time.monotonic() - started)
+
+
+def join_process_group(rank: str, world: str, store_file: str, timeout_s: str) -> tuple[int, DeviceMesh]:
+    """Worker side: join the gloo group through the file store and return ``(rank, dp mesh)``.
+
+    Arguments are the worker's command-line strings, as :func:`launch_ranks` passes them; the
+    caller calls ``dist.destroy_process_group()`` when done."""
+    rank_index, world_size = int(rank), int(world)
+    torch.set_num_threads(1)  # two ranks share two cores
+    store = dist.FileStore(store_file, world_size)
+    dist.init_process_group(
+        "gloo", store=store, rank=rank_index, world_size=world_size,
+        timeout=datetime.timedelta(seconds=float(timeout_s)),
+    )
+    return rank_index, init_device_mesh("cpu", (world_size,), mesh_dim_names=("dp",))

@@ -32,25 +32,40 @@ def tiny_gemma3() -> torch.nn.Module:
 
 @pytest.mark.parametrize("scenario", ["dummy_qwen2_vl", "dummy_llava"])
 def test_dummy_adds_exactly_zero_and_reaches_every_trainable_vision_parameter(scenario):
-    """text-only batch, dummy enabled -> loss bit-identical to no dummy; every trainable vision
-    parameter the path uses gets a gradient, and it is exactly zero."""
+    """text-only batch, dummy enabled -> loss bit-identical to no dummy; every trainable parameter
+    of the vision modules gets a gradient, and it is exactly zero."""
     arch = SCENARIOS[scenario].arch
     model = build_model(SCENARIOS[scenario])
     batch = build_batch(arch, "text", seed=1)
     plain = model(**batch).loss
+    resolved = resolved_modules(model, arch)
     plan = plan_multimodal_fsdp(
-        model, resolved_modules(model, arch), config=parse_multimodal_config({}, known_modalities={"vision"}),
+        model, resolved, config=parse_multimodal_config({}, known_modalities={"vision"}),
         contract=BatchContract(), mesh=build_mesh_description(dp=2),
     )
     handles = apply_dummy_forward(model, plan)
-    loss = model(**batch).loss
-    loss.backward()
+    try:
+        loss = model(**batch).loss
+        loss.backward()
+    finally:
+        for handle in handles:
+            handle.remove()
     assert torch.equal(loss, plain)
-    vision = {n: p for n, p in model.named_parameters() if p.requires_grad and ("visual" in n or "projector" in n)}
-    reached = {n: p.grad for n, p in vision.items() if p.grad is not None}
-    assert reached and all(torch.count_nonzero(g) == 0 for g in reached.values())
-    for handle in handles:
-        handle.remove()
+    # The trainable vision parameters, named from the declared module paths (SPECS), not guessed
+    # from substrings: every parameter under a vision module that requires grad.
+    vision_paths = [module.spec.path for module in resolved if module.spec.modality == "vision"]
+    vision = {
+        name: p for name, p in model.named_parameters() if any(name.startswith(f"{path}.") for path in vision_paths)
+    }
+    trainable_vision = {name for name, p in vision.items() if p.requires_grad}
+    vision_with_grad = {name for name, p in vision.items() if p.grad is not None}
+    assert trainable_vision, "the scenario leaves no vision parameter trainable: the test would prove nothing"
+    assert vision_with_grad == trainable_vision, (
+        f"no gradient: {sorted(trainable_vision - vision_with_grad)}; "
+        f"gradient on a frozen parameter: {sorted(vision_with_grad - trainable_vision)}"
+    )
+    nonzero = sorted(name for name in trainable_vision if torch.count_nonzero(vision[name].grad))
+    assert not nonzero, f"the dummy forward changed these gradients: {nonzero}"
 
 
 def test_dummy_does_not_run_when_the_batch_has_the_modality():

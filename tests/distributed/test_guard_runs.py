@@ -68,7 +68,7 @@ def test_one_rank_with_different_freezing_fails_both_ranks_naming_it(guard_runs)
     rank0, rank1 = (outcome(guard_runs, "one_rank_unfreezes", rank) for rank in range(2))
     assert rank0["error_type"] == rank1["error_type"] == "FrozenSetMismatchError"
     assert f"does not match the accepted snapshot snapshots/{RECIPE}.frozen.txt on rank 1 of 2" in rank1["error"]
-    assert f"    model.vision_tower (vision tower): 1 tensor / 2,048 params\n      {TAMPERED}\n" in rank1["error"]
+    assert f"    model.vision_tower (vision tower): 1 tensor / 2,048 parameters\n      {TAMPERED}\n" in rank1["error"]
     assert "  ranks that disagree: 1 (this rank)\n" in rank1["error"] and "  ranks that agree: 0\n" in rank1["error"]
     assert "this rank (0) matches the accepted snapshot" in rank0["error"]
     assert (f"  ranks that disagree: 1\n    rank 1: 1 newly trainable (e.g. {TAMPERED}); "

@@ -69,7 +69,7 @@ def registry_models() -> list[Any]:
 def mmfreeze_trainability(structure: ModelStructure, case: Case) -> tuple[frozenset[str], frozenset[str], str]:
     """The snapshot path: compute, store as a snapshot, read back; frozen names, trainable names
     (the rest of the trained structure, whose count the header must state) and the release."""
-    result = compute_frozen_set(structure, case.document, source="case.yaml")
+    result = compute_frozen_set(structure, case.document, source="case.yaml", override_specs=())
     snapshot = FrozenSetRecord.of(result, recipe="case.yaml").snapshot(recipe="case.yaml", model_id="m", config="local")
     stored = parse_snapshot(render_snapshot(snapshot))
     trainable = frozenset(info.name for info in result.structure.parameters) - stored.frozen

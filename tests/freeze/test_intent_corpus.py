@@ -9,22 +9,25 @@ from typing import Any
 import pytest
 
 from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.freeze.summary import parameter_groups
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.discovery import find_recipes
-from mmfreeze.recipes.multimodal import parse_module_overrides
 from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.resolve import resolve_structure
 from tests.conftest import LEGACY_CORPUS
 
 
 def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
-    legacy = compute_frozen_set(load_structure(recipe, cache).structure, recipe.document, source=recipe.display_path)
+    overrides = override_specs(recipe.module_overrides)
+    structure = load_structure(model_request(recipe), cache).structure
+    legacy = compute_frozen_set(structure, recipe.document, source=recipe.display_path, override_specs=overrides)
     if legacy.vocabulary == "absent":
         return {"vocabulary": "absent"}
-    inventory = resolve_structure(legacy.structure, override_specs=parse_module_overrides(recipe.document, source=recipe.display_path))
+    inventory = resolve_structure(legacy.structure, override_specs=overrides)
     intent = intent_section(legacy.structure, recipe.freeze_config, inventory, source=recipe.display_path)
     groups = parameter_groups(inventory)
     return {

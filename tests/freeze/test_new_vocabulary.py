@@ -51,7 +51,7 @@ def structure(model_id: str) -> ModelStructure:
 
 def frozen(model_id: str, section: dict) -> frozenset[str]:
     """The recipe pipeline's frozen set for a recipe with only this `freeze_config` (invariants included)."""
-    return compute_frozen_set(structure(model_id), {"freeze_config": section}, source="r.yaml").frozen
+    return compute_frozen_set(structure(model_id), {"freeze_config": section}, source="r.yaml", override_specs=()).frozen
 
 
 def names(model_id: str, pattern: str) -> set[str]:

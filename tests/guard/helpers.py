@@ -16,10 +16,12 @@ import torch
 
 from mmfreeze.freeze.apply import apply_frozen_set
 from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.models.loader import build_recipe_model, find_recipe_config
+from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.models.loader import build_requested_model, find_config
 from mmfreeze.models.lora import add_live_lora_adapters, lora_targets, parse_peft_section
 from mmfreeze.models.structure import structure_of
 from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.format import render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, snapshot_path
@@ -44,9 +46,11 @@ class RecipeModel:
 def recipe_on_meta(relative: str, *, inject_lora: bool = True) -> RecipeModel:
     """A bundled recipe's model on meta, trained the way the recipe says (mmfreeze's live LoRA)."""
     recipe = load_recipe(REPO / relative)
-    model = build_recipe_model(recipe, find_recipe_config(recipe))
+    request = model_request(recipe)
+    model = build_requested_model(request, find_config(request))
     structure = structure_of(model)
-    result = compute_frozen_set(structure, recipe.document, source=recipe.display_path)
+    result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
+                                override_specs=override_specs(recipe.module_overrides))
     if recipe.peft is not None and inject_lora:
         spec = parse_peft_section(recipe.peft, source=recipe.display_path)
         add_live_lora_adapters(model, lora_targets(structure, spec, result.rules.release), spec)
@@ -63,7 +67,7 @@ def write_snapshot(model: torch.nn.Module, document: Mapping[str, Any], root: Pa
     where `mmfreeze snapshot` run from ``root`` keeps it; the recipe file is created too."""
     (root / recipe_key).parent.mkdir(parents=True, exist_ok=True)
     (root / recipe_key).write_text("model: {}\n")
-    result = compute_frozen_set(structure_of(model), document, source=recipe_key)
+    result = compute_frozen_set(structure_of(model), document, source=recipe_key, override_specs=())
     snapshot = FrozenSetRecord.of(result, recipe=recipe_key).snapshot(recipe=recipe_key, model_id="tiny", config="local")
     path = snapshot_path(root / recipe_key, root, root / DEFAULT_SNAPSHOT_DIR)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,8 @@ from mmfreeze.exceptions import SnapshotError
 from mmfreeze.freeze.apply import apply_legacy_freeze_config
 from mmfreeze.guard import verify_frozen_set
 from mmfreeze.guard.locate import find_snapshot, read_snapshot
-from mmfreeze.models.loader import build_recipe_model, find_recipe_config
+from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.models.loader import build_requested_model, find_config
 from mmfreeze.recipes.recipe import load_recipe
 from tests.cli.test_explain import TINY_LLAVA
 from tests.cli.test_snapshot import run, write_recipe
@@ -27,7 +28,8 @@ def test_the_snapshot_written_by_mmfreeze_snapshot_is_the_one_found_by_default(t
     assert written.returncode == ExitCode.OK, written.stdout + written.stderr
     monkeypatch.chdir(tmp_path)
     recipe = load_recipe(Path("recipes/vlm/a.yaml"))
-    model = build_recipe_model(recipe, find_recipe_config(recipe))
+    request = model_request(recipe)
+    model = build_requested_model(request, find_config(request))
     apply_legacy_freeze_config(model, recipe.freeze_config)  # the runtime freezing training calls
 
     result = verify_frozen_set(model, "recipes/vlm/a.yaml")

@@ -18,7 +18,7 @@ from mmfreeze.models.structure import structure_of
 from mmfreeze.snapshots.grouping import grouper
 from tests.guard.helpers import FINETUNE
 
-GROUP_LINE = re.compile(r"^    (?!\.\.\. )(?P<label>\S.*): (?P<tensors>[\d,]+) tensors? / [\d,]+ params$")
+GROUP_LINE = re.compile(r"^    (?!\.\.\. )(?P<label>\S.*): (?P<tensors>[\d,]+) tensors? / [\d,.]+[KMBT]? parameters$")
 
 
 def sections(text: str) -> dict[str, dict[str, list[str]]]:
@@ -73,7 +73,7 @@ def test_groups_beyond_the_shown_ones_are_counted():
     shown = sections(text)["newly trainable (frozen in the snapshot, trainable here)"]
     assert list(shown) == [f"m{group}" for group in range(GROUPS_SHOWN)]
     assert shown["m0"] == ["m0.w0", "m0.w1", "m0.w2", "... and 2 more"]
-    assert "    ... and 2 more modules: 10 tensors / 100 params" in text.splitlines()
+    assert "    ... and 2 more modules: 10 tensors / 100 parameters" in text.splitlines()
 
 
 def test_optimizer_violations_are_each_named():
@@ -85,8 +85,8 @@ def test_optimizer_violations_are_each_named():
 
     text = render_report(report, group_of=lambda name: name[0], numel_of={})
 
-    for line in ("  optimizer holds frozen parameters: 1 tensor / 0 params", "      a.w",
-                 "  optimizer misses trainable parameters: 1 tensor / 0 params", "      b.w",
+    for line in ("  optimizer holds frozen parameters: 1 tensor / 0 parameters", "      a.w",
+                 "  optimizer misses trainable parameters: 1 tensor / 0 parameters", "      b.w",
                  "  optimizer holds parameters more than once: 1", "      c.w (param groups 0, 1)",
                  "  optimizer holds tensors that are not parameters of this model: 1",
                  "      param_groups[1] item 0: shape (2,)"):

@@ -61,8 +61,8 @@ def test_one_tampered_parameter_is_caught_by_name_under_its_module(finetune):
     assert difference.newly_trainable == (FROZEN_VISION,) and not difference.newly_frozen
     headline = f"{FINETUNE}: the live model does not match the accepted snapshot snapshots/{FINETUNE}.frozen.txt\n"
     assert str(error).startswith(headline)
-    assert ("  newly trainable (frozen in the snapshot, trainable here): 1 tensor / 1,505,280 params\n"
-            "    model.visual (vision tower): 1 tensor / 1,505,280 params\n"
+    assert ("  newly trainable (frozen in the snapshot, trainable here): 1 tensor / 1.51M parameters\n"
+            "    model.visual (vision tower): 1 tensor / 1.51M parameters\n"
             f"      {FROZEN_VISION}\n") in str(error)
     assert f"mmfreeze snapshot --update {FINETUNE}" in str(error)
 
@@ -73,7 +73,7 @@ def test_a_parameter_frozen_behind_the_recipe_is_newly_frozen(finetune):
     error = mismatch(finetune.model, FINETUNE)
 
     assert error.details.local.difference.newly_frozen == (TRAINED_LM,)
-    assert f"    language model: model.language_model.layers: 1 tensor / 67,895,296 params\n      {TRAINED_LM}" in str(error)
+    assert f"    language model: model.language_model.layers: 1 tensor / 67.9M parameters\n      {TRAINED_LM}" in str(error)
 
 
 def test_optimizer_holding_a_frozen_parameter_is_caught_by_name(finetune):
@@ -84,7 +84,7 @@ def test_optimizer_holding_a_frozen_parameter_is_caught_by_name(finetune):
     findings = error.details.local.optimizer
     assert findings.holds_frozen == (FROZEN_VISION,) and not findings.misses_trainable
     assert error.details.local.difference.empty
-    assert f"  optimizer holds frozen parameters: 1 tensor / 1,505,280 params\n" in str(error)
+    assert f"  optimizer holds frozen parameters: 1 tensor / 1.51M parameters\n" in str(error)
     assert f"      {FROZEN_VISION}\n" in str(error)
 
 
@@ -95,7 +95,7 @@ def test_optimizer_missing_a_trainable_parameter_is_caught_by_name(finetune):
     error = mismatch(finetune.model, FINETUNE, optimizer=optimizer)
 
     assert error.details.local.optimizer.misses_trainable == (TRAINED_LM,)
-    assert f"  optimizer misses trainable parameters: 1 tensor / 67,895,296 params" in str(error)
+    assert f"  optimizer misses trainable parameters: 1 tensor / 67.9M parameters" in str(error)
     assert f"      {TRAINED_LM}\n" in str(error)
 
 
@@ -195,7 +195,7 @@ def test_wrapped_model_mismatch_is_reported_under_canonical_names_and_modules(tm
     error = mismatch(torch.compile(model), "recipes/tiny_llava.yaml")
 
     assert error.details.local.difference.newly_frozen == ("model.language_model.layers.0.mlp.up_proj.weight",)
-    assert ("    language model: model.language_model.layers: 1 tensor / 2,048 params\n"
+    assert ("    language model: model.language_model.layers: 1 tensor / 2,048 parameters\n"
             "      model.language_model.layers.0.mlp.up_proj.weight") in str(error)
 
 

@@ -22,7 +22,7 @@ def structure_cache() -> StructureCache:
 
 @pytest.fixture(scope="session")
 def structure_of(structure_cache):
-    return lambda recipe: load_structure(recipe, structure_cache).structure
+    return lambda request: load_structure(request, structure_cache).structure
 
 
 @pytest.fixture(scope="session")

@@ -7,16 +7,19 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.migrate.atomic import write_atomic
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.run import write_changed
 
 OLD, NEW = "old: 1\n" * 500, "new: 2\n" * 700
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _files(tmp_path: Path, count: int) -> list[Path]:
@@ -53,20 +56,115 @@ def test_an_injected_replace_error_mid_run_leaves_every_file_old_or_new(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-def test_a_process_killed_mid_run_leaves_every_file_old_or_new(tmp_path):
-    paths = _files(tmp_path, 100)
-    script = (
-        "import os, sys, time\nfrom pathlib import Path\n"
-        "from mmfreeze.migrate import atomic\n"
-        "real = os.replace\n"
-        "def slow(src, dst):\n    time.sleep(0.02)\n    real(src, dst)\n"
-        "os.replace = slow\n"
-        f"for p in sorted(Path({str(tmp_path)!r}).glob('*.yaml')):\n    atomic.write_atomic(p, {NEW!r})\n"
+# --- Real kills: a child process writes with mmfreeze.atomic.replace_file and is SIGKILLed. ---
+#
+# Each trial starts from OLD, spawns a child that says "ready" and then replaces the file with
+# BIG_NEW, and kills it. Kill moments vary from "right after ready" to well past the measured time
+# of one replace, so kills land before, during and after the write. Two trials more are pinned
+# inside the write: the child's os.fsync (called by replace_file after the whole temporary file is
+# written, before the rename) says "written" and waits, and the kill lands then.
+
+BIG_OLD, BIG_NEW = b"o" * (4 << 20), b"n" * (4 << 20)  # large enough that a write takes milliseconds
+VARIED_KILLS, PINNED_KILLS = 14, 2
+CHILD = """
+import os, sys, time
+from pathlib import Path
+from mmfreeze.atomic import replace_file
+if sys.argv[2] == "pin":
+    real_fsync = os.fsync
+    def announced_fsync(fd):
+        print("written", flush=True)
+        time.sleep(30)  # killed long before this ends
+        real_fsync(fd)
+    os.fsync = announced_fsync
+print("ready", flush=True)
+replace_file(Path(sys.argv[1]), b"n" * (4 << 20))  # BIG_NEW
+print("done", flush=True)
+"""
+
+
+@dataclass(frozen=True)
+class Trial:
+    pinned: bool
+    delay_s: float
+    content: bytes
+    leftovers: tuple[str, ...]
+    """Files other than the target left in the directory after the kill."""
+
+
+def _kill_trial(folder: Path, *, pinned: bool, delay_s: float) -> Trial:
+    target = folder / "recipe.yaml"
+    for leftover in folder.iterdir():
+        leftover.unlink()
+    target.write_bytes(BIG_OLD)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(target), "pin" if pinned else "free"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    process = subprocess.Popen([sys.executable, "-c", script])
-    time.sleep(1.0)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    contents = {p.read_text() for p in paths}
-    assert contents <= {OLD, NEW}
+    try:
+        assert child.stdout.readline() == "ready\n"
+        if pinned:
+            assert child.stdout.readline() == "written\n"  # inside replace_file, before its rename
+        else:
+            time.sleep(delay_s)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+        child.stdout.close()
+    return Trial(pinned, delay_s, target.read_bytes(), tuple(sorted(p.name for p in folder.iterdir() if p != target)))
+
+
+@pytest.fixture(scope="module")
+def kill_trials(tmp_path_factory: pytest.TempPathFactory) -> list[Trial]:
+    folder = tmp_path_factory.mktemp("killed_writer")
+    calibration = folder / "calibration.yaml"
+    calibration.write_bytes(BIG_OLD)
+    started = time.perf_counter()
+    replace_file(calibration, BIG_NEW)
+    one_write_s = max(time.perf_counter() - started, 0.005)
+    # From 0 to 3x one write (the child's interpreter also needs a moment after "ready").
+    delays = [3 * one_write_s * i / (VARIED_KILLS - 1) for i in range(VARIED_KILLS)]
+    trials = [_kill_trial(folder, pinned=False, delay_s=delay) for delay in delays]
+    trials += [_kill_trial(folder, pinned=True, delay_s=0.0) for _ in range(PINNED_KILLS)]
+    # Bounded retries until both outcomes were seen (a very fast or very slow machine can shift
+    # every varied kill to one side); the assertions below then state what was seen.
+    for attempt in range(VARIED_KILLS):
+        if {BIG_OLD, BIG_NEW} <= {t.content for t in trials}:
+            break
+        trials.append(_kill_trial(folder, pinned=False, delay_s=3 * one_write_s * (attempt + 1)))
+    return trials
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_writer_killed_at_any_moment_leaves_the_file_entirely_old_or_entirely_new(kill_trials):
+    torn = [(t.delay_s, len(t.content)) for t in kill_trials if t.content not in (BIG_OLD, BIG_NEW)]
+    assert not torn, f"kills left a file that is neither old nor new (delay, size): {torn}"
+    outcomes = {"old" if t.content == BIG_OLD else "new" for t in kill_trials}
+    assert outcomes == {"old", "new"}, f"only {outcomes} observed: the kills did not span the write"
+    # A kill inside replace_file (the whole temporary written, not yet renamed) leaves the old file.
+    assert all(t.content == BIG_OLD for t in kill_trials if t.pinned)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_writer_killed_at_any_moment_leaves_no_temporary_file(kill_trials):
+    leftovers = [(t.pinned, t.delay_s, t.leftovers) for t in kill_trials if t.leftovers]
+    assert not leftovers, f"temporary files left by killed writers (pinned, delay, files): {leftovers}"
+
+
+def test_the_next_write_removes_a_temporary_name_whose_writer_died_but_keeps_a_live_writers(tmp_path):
+    """A kill between naming the finished temporary and renaming it leaves a name with the writer's
+    pid; the next write of the same file removes it once that process is gone."""
+    target = tmp_path / "recipe.yaml"
+    target.write_bytes(b"old")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f".recipe.yaml.{dead.pid}.0badc0de.mmfreeze-tmp"
+    live = tmp_path / f".recipe.yaml.{os.getpid()}.0badc0de.mmfreeze-tmp"
+    orphan.write_bytes(b"half")
+    live.write_bytes(b"half")
+    replace_file(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, live.name])

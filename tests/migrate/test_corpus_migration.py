@@ -7,10 +7,12 @@ import difflib
 from ruamel.yaml import YAML
 
 from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from mmfreeze.resolver.overrides import override_specs
 from tests.conftest import EXAMPLE_CONFIGS
 
 EDITABLE_KEYS = ("freeze_config", "distributed")
@@ -59,9 +61,10 @@ def test_preserve_mode_keeps_every_legacy_frozen_set(preserve_run, structure_of)
     yaml = YAML(typ="safe", pure=True)
     for path, result in _yaml(files, results):
         recipe = load_recipe(path)
-        structure = structure_of(recipe)
-        before = compute_frozen_set(structure, recipe.document, source=result.display)
-        after = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display)
+        structure = structure_of(model_request(recipe))
+        overrides = override_specs(recipe.module_overrides)
+        before = compute_frozen_set(structure, recipe.document, source=result.display, override_specs=overrides)
+        after = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display, override_specs=overrides)
         assert after.frozen == before.frozen, result.display
         if result.status != "no-freeze-config":
             assert after.vocabulary == "new", result.display

@@ -18,7 +18,8 @@ def test_intent_unfreezes_the_merger_the_substring_froze_and_says_so(structure_o
     result = _intent(QWEN, structure_of)
     assert "vision: {tower: true, projector: false}" in result.new_text
     assert result.status == "changed"
-    assert result.newly_trainable == {"vision.projector model.visual.merger": 5} and not result.newly_frozen
+    merger = [(g.label, g.tensors, g.parameters) for g in result.newly_trainable]
+    assert merger == [("model.visual.merger (vision projector)", 5, 44_574_464)] and not result.newly_frozen
 
 
 def test_intent_drops_the_vision_default_on_an_audio_only_model_and_reports_it(structure_of):

@@ -1,12 +1,16 @@
-"""The migrate report as a pull-request comment: bounded, every file named, counts in tensors."""
+"""The migrate report as a pull-request comment: bounded, every file named, counts in tensors and parameters."""
 
 from __future__ import annotations
 
-from mmfreeze.migrate.report import FileResult, file_lines, render_markdown
+import json
+
+from mmfreeze.migrate.report import FileResult, file_lines, render_json, render_markdown
+from mmfreeze.resolver.labels import ModuleGroup
 
 
 def _changed(index: int) -> FileResult:
-    groups = {f"vision.tower model.visual.blocks.{i}": 12 for i in range(60)}
+    groups = tuple(ModuleGroup(label=f"model.visual.blocks.{i:02} (vision tower)", tensors=12, parameters=4_718_592,
+                               names=tuple(f"model.visual.blocks.{i:02}.w{j}" for j in range(12))) for i in range(60))
     return FileResult(display=f"recipes/r_{index:03}.yaml", old_text="a", new_text="b", status="changed",
                       rules=("MF001",), newly_trainable=groups)
 
@@ -22,5 +26,13 @@ def test_a_report_too_long_for_one_comment_keeps_every_file_row_and_says_what_it
     assert whole.count("### `recipes/") == 120
 
 
-def test_counts_are_tensors() -> None:
-    assert "newly trainable: 720 tensors" in file_lines(_changed(0))
+def test_each_item_counts_tensors_and_parameters() -> None:
+    """A group and the total say "N tensors / M parameters", M the scalar count (product of shapes)."""
+    lines = file_lines(_changed(0))
+    assert "newly trainable: 720 tensors / 283M parameters" in lines
+    assert "  model.visual.blocks.07 (vision tower): 12 tensors / 4.72M parameters" in lines
+
+
+def test_json_keeps_both_counts_exact() -> None:
+    files = json.loads(render_json([_changed(0)], mode="intent"))["files"]
+    assert files[0]["newly_trainable"]["model.visual.blocks.00 (vision tower)"] == {"tensors": 12, "parameters": 4_718_592}

@@ -21,11 +21,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from mmfreeze.freeze.engine import compute_frozen_set
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files, write_changed
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from mmfreeze.resolver.overrides import override_specs
+from mmfreeze.resolver.spec import MultimodalModuleSpec
 from tests.conftest import EXAMPLE_CONFIGS
 from tests.migrate.calls import FreezeCall, freeze_calls, rewritten_calls
 
@@ -69,9 +72,10 @@ def test_every_rewritten_recipe_freezes_what_the_framework_froze(extended_run, s
     assert len(changed) >= 9
     for path, result in changed:
         recipe = load_recipe(path)
-        structure = structure_of(recipe)
-        original = compute_frozen_set(structure, yaml.load(result.old_text), source=result.display)
-        rewritten = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display)
+        structure = structure_of(model_request(recipe))
+        overrides = override_specs(recipe.module_overrides)
+        original = compute_frozen_set(structure, yaml.load(result.old_text), source=result.display, override_specs=overrides)
+        rewritten = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display, override_specs=overrides)
         assert rewritten.vocabulary == "new", result.display
         assert rewritten.frozen == original.frozen, result.display
 
@@ -85,19 +89,20 @@ def test_every_rewritten_python_call_is_proven_on_its_bound_models(extended_run,
     for path, (old, new) in pairs:
         assert new.binding is not None and new.binding.names, f"{path.name}:{old.line} rewritten without a binding"
         for target in models.targets(new.binding, directory=path.parent):
-            document = _recipe_sections(new.binding, target.name, path)
+            overrides = _recipe_overrides(new.binding, target.name, path)
             for legacy, section in zip(old.sections, new.sections, strict=True):
-                expected = compute_frozen_set(target.structure, {**document, "freeze_config": legacy}, source=path.name)
-                found = compute_frozen_set(target.structure, {**document, "freeze_config": section}, source=path.name)
+                expected = compute_frozen_set(target.structure, {"freeze_config": legacy}, source=path.name,
+                                              override_specs=overrides)
+                found = compute_frozen_set(target.structure, {"freeze_config": section}, source=path.name,
+                                           override_specs=overrides)
                 assert found.frozen == expected.frozen, (path.name, old.line, target.name)
 
 
-def _recipe_sections(binding: Binding, name: str, path: Path) -> dict:
+def _recipe_overrides(binding: Binding, name: str, path: Path) -> tuple[MultimodalModuleSpec, ...]:
     """The bound recipe's `multimodal` overrides (its LoRA is already in the target's structure)."""
     if name not in binding.recipes:
-        return {}
-    document = load_recipe((path.parent / name).resolve()).document
-    return {key: document[key] for key in ("multimodal",) if key in document}
+        return ()
+    return override_specs(load_recipe((path.parent / name).resolve()).module_overrides)
 
 
 def test_every_legacy_call_left_is_reported_with_its_line(extended_run):
@@ -136,7 +141,7 @@ def live_frozen_sets(call: FreezeCall, rewrite: FreezeCall, directory: Path) -> 
 
 
 def _live_builders(binding: Binding, directory: Path):
-    from mmfreeze.models.loader import build_model, build_recipe_model, find_recipe_config
+    from mmfreeze.models.loader import build_model, build_requested_model, find_config
     from tests.freeze.test_new_vocabulary import config_and_class
 
     for model_id in binding.models:
@@ -145,7 +150,8 @@ def _live_builders(binding: Binding, directory: Path):
     for name in binding.recipes:
         recipe = load_recipe((directory / name).resolve())
         assert recipe.peft is None and "multimodal" not in recipe.document, "live check: a recipe without peft/overrides"
-        yield lambda r=recipe: build_recipe_model(r, find_recipe_config(r))
+        request = model_request(recipe)
+        yield lambda r=request: build_requested_model(r, find_config(r))
 
 
 @pytest.mark.slow

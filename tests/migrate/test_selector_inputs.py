@@ -60,8 +60,10 @@ def test_a_selector_matching_nothing_is_an_input_error_with_a_did_you_mean(migra
 def test_an_unfreeze_of_what_the_peft_baseline_froze_cannot_be_preserved_and_says_so(migrate):
     result = migrate("  unfreeze_modules: [{path: model.visual.merger}]\n", extra=LORA)
     assert result.status == "skipped" and not result.changed
-    assert "recipe.yaml:7: freeze_config: the framework's result makes trainable 6 parameters" in result.error
-    assert "vision.projector model.visual.merger (6)" in result.error and "nothing written" in result.error
+    assert ("recipe.yaml:7: freeze_config: the framework's result makes trainable 6 tensors / 34.1M parameters"
+            in result.error)
+    assert "model.visual.merger (vision projector) (6 tensors / 34.1M parameters)" in result.error
+    assert "nothing written" in result.error
 
 
 def test_intent_translates_selectors_entry_by_entry(migrate):
@@ -77,4 +79,5 @@ def test_intent_drops_an_exception_the_new_vocabulary_rejects_and_reports_the_di
     assert result.status == "changed" and "except" not in _section(result.new_text)
     assert any(note.startswith("unfreeze_modules[0] (model.visual.merger) dropped: keeps nothing trainable")
                for note in result.notes)
-    assert result.newly_frozen == {"vision.projector model.visual.merger": 6} and not result.newly_trainable
+    merger = [(g.label, g.tensors, g.parameters) for g in result.newly_frozen]
+    assert merger == [("model.visual.merger (vision projector)", 6, 34_087_936)] and not result.newly_trainable

@@ -11,9 +11,10 @@ import psutil
 import pytest
 
 from mmfreeze.exceptions import ModelBuildError, RecipeError
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.batch import build_missing
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.loader import load_structure
+from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.recipes.recipe import load_recipe
 from tests.cli.test_explain import TINY_LLAVA
 
@@ -32,6 +33,10 @@ def corpus(tmp_path: Path, configs: dict[str, dict], recipes: dict[str, str]) ->
     return paths
 
 
+def model_requests(paths: list[Path]) -> list[ModelRequest]:
+    return [model_request(load_recipe(path)) for path in paths]
+
+
 def test_recipes_sharing_a_config_share_one_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mmfreeze.models import batch
 
@@ -39,25 +44,25 @@ def test_recipes_sharing_a_config_share_one_build(tmp_path: Path, monkeypatch: p
     real = batch._build_job
     monkeypatch.setattr(batch, "_build_job", lambda job: builds.append(job[0]) or real(job))
     paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt", "b.yaml": "ckpt"})
-    recipes = [load_recipe(p) for p in paths]
+    requests = model_requests(paths)
     cache = StructureCache(None)
     arrived: list[str] = []
-    assert build_missing(recipes, cache, workers=1, on_built=arrived.append) == {}
+    assert build_missing(requests, cache, workers=1, on_built=arrived.append) == {}
     assert len(builds) == 1 and arrived == builds and cache.has(arrived[0])
-    assert load_structure(recipes[0], cache).structure is load_structure(recipes[1], cache).structure
+    assert load_structure(requests[0], cache).structure is load_structure(requests[1], cache).structure
     assert len(builds) == 1
 
 
 def test_cached_structures_are_neither_built_nor_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt"})
-    recipes = [load_recipe(p) for p in paths]
-    build_missing(recipes, StructureCache(tmp_path / "cache"), workers=1)
+    requests = model_requests(paths)
+    build_missing(requests, StructureCache(tmp_path / "cache"), workers=1)
     warm = StructureCache(tmp_path / "cache")
     monkeypatch.setattr(warm, "get", lambda key: pytest.fail("a cached entry was read"))
     to_build: list[list] = []
     monkeypatch.setattr("mmfreeze.models.batch._build_all", lambda pending, workers: to_build.append(pending) or iter(()))
     arrived: list[str] = []
-    assert build_missing(recipes, warm, workers=2, on_built=arrived.append) == {}
+    assert build_missing(requests, warm, workers=2, on_built=arrived.append) == {}
     assert to_build == [[]] and arrived == []
 
 
@@ -65,23 +70,23 @@ def test_cached_structures_are_neither_built_nor_read(tmp_path: Path, monkeypatc
 def test_results_do_not_depend_on_the_worker_count(tmp_path: Path) -> None:
     bigger = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_hidden_layers": 3}}
     paths = corpus(tmp_path, {"small": TINY_LLAVA, "big": bigger}, {"a.yaml": "small", "b.yaml": "big"})
-    recipes = [load_recipe(p) for p in paths]
+    requests = model_requests(paths)
     serial, parallel = StructureCache(None), StructureCache(None)
-    assert build_missing(recipes, serial, workers=1) == build_missing(recipes, parallel, workers=2) == {}
-    for recipe in recipes:
-        assert load_structure(recipe, serial).structure == load_structure(recipe, parallel).structure
+    assert build_missing(requests, serial, workers=1) == build_missing(requests, parallel, workers=2) == {}
+    for request in requests:
+        assert load_structure(request, serial).structure == load_structure(request, parallel).structure
 
 
 def test_a_bad_config_fails_its_recipes_and_the_rest_carry_on(tmp_path: Path) -> None:
     broken = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_attention_heads": 5}}
     paths = corpus(tmp_path, {"good": TINY_LLAVA, "bad": broken}, {"a.yaml": "good", "b.yaml": "bad", "c.yaml": "bad"})
-    recipes = [load_recipe(p) for p in paths]
+    requests = model_requests(paths)
     cache = StructureCache(None)
-    errors = build_missing(recipes, cache, workers=1)
-    assert sorted(errors) == paths[1:]
-    for path, error in errors.items():
-        assert isinstance(error, ModelBuildError) and error.source.endswith(path.name) and error.key == "model"
-    assert load_structure(recipes[0], cache).structure.class_name == "LlavaForConditionalGeneration"
+    errors = build_missing(requests, cache, workers=1)
+    assert list(errors) == requests[1:]
+    for request, error in errors.items():
+        assert isinstance(error, ModelBuildError) and error.source == request.source and error.key == "model"
+    assert load_structure(requests[0], cache).structure.class_name == "LlavaForConditionalGeneration"
 
 
 def test_errors_survive_pickling_with_their_source_and_key() -> None:
@@ -94,15 +99,16 @@ def test_a_killed_worker_fails_its_recipes_with_the_way_out_not_a_traceback(tmp_
     """A real fault: each worker process is SIGKILLed as soon as it appears."""
     bigger = {**TINY_LLAVA, "text_config": {**TINY_LLAVA["text_config"], "num_hidden_layers": 3}}
     paths = corpus(tmp_path, {"small": TINY_LLAVA, "big": bigger}, {"a.yaml": "small", "b.yaml": "big"})
+    requests = model_requests(paths)
     stop = threading.Event()
     killer = threading.Thread(target=_kill_grandchildren, args=(stop,))
     killer.start()
     try:
-        errors = build_missing([load_recipe(p) for p in paths], StructureCache(None), workers=2)
+        errors = build_missing(requests, StructureCache(None), workers=2)
     finally:
         stop.set()
         killer.join()
-    assert sorted(errors) == paths
+    assert set(errors) == set(requests)
     for error in errors.values():
         assert isinstance(error, ModelBuildError) and "--workers 1" in str(error) and error.key == "model"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.exceptions import ConfigSourceError
+from mmfreeze.freeze.recipe_model import recipe_model_reader
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.pull import plan_pull, pull_config
 from mmfreeze.recipes.documents import YamlDocuments
@@ -34,7 +35,8 @@ def test_the_plan_lists_ids_no_carried_source_has_once_whatever_their_case(tmp_p
         "a.yaml": "tiny-org/Tiny-Llava", "b.yaml": "TINY-ORG/tiny-llava", "c.yaml": "Qwen/Qwen2-VL-2B-Instruct",
         "d.yaml": "ckpt", "e.yaml": "./not/a/dir",
     })
-    plan = plan_pull(paths, configs_dir=tmp_path / "configs", documents=YamlDocuments(tmp_path), root=tmp_path)
+    reader = recipe_model_reader(YamlDocuments(tmp_path), root=tmp_path)
+    plan = plan_pull(paths, configs_dir=tmp_path / "configs", read_model=reader)
     assert plan.missing == {"tiny-org/Tiny-Llava": ["a.yaml", "b.yaml"]}
     assert plan.available == {"Qwen/Qwen2-VL-2B-Instruct": "registry", "ckpt": "local"}
     assert [(e.source, "neither a directory" in e.message) for e in plan.errors] == [("e.yaml", True)]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 import pytest
 
 from mmfreeze.resolver import ARCHITECTURE_TABLE
-from mmfreeze.resolver.coverage import build_structure, candidate_classes
+from benchmarks.resolver_checks import build_structure, candidate_classes
 from mmfreeze.resolver.entry import ArchitectureEntry
 from mmfreeze.resolver.resolve import resolve_structure
 from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version

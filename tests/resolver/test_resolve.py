@@ -42,13 +42,15 @@ def test_qwen_merger_projector_survives_inside_its_tower_with_disjoint_parameter
 
 
 def test_child_with_the_same_role_as_its_parent_is_dropped(llava):
-    override = MultimodalModuleSpec(path="model.vision_tower.encoder", role="tower")
+    override = MultimodalModuleSpec(path="model.vision_tower.encoder", modality="vision", role="tower")
     inventory = resolve_structure(structure_of(llava), override_specs=[override])
     assert [m.spec.path for m in inventory.modules] == ["model.vision_tower", "model.multi_modal_projector"]
 
 
 def test_override_wins_for_the_same_path_and_corrects_metadata(llava):
-    override = MultimodalModuleSpec(path="model.multi_modal_projector", role="adapter", conditionally_executed=False)
+    override = MultimodalModuleSpec(
+        path="model.multi_modal_projector", modality="vision", role="adapter", conditionally_executed=False
+    )
     inventory = resolve_structure(structure_of(llava), override_specs=[override])
     projector = inventory.modules[1]
     assert (projector.spec, projector.source) == (override, "override")
@@ -56,19 +58,20 @@ def test_override_wins_for_the_same_path_and_corrects_metadata(llava):
 
 
 def test_override_for_an_unknown_path_names_the_closest_paths(llava):
+    misspelt = MultimodalModuleSpec(path="model.multimodal_projector", modality="vision")
     with pytest.raises(ResolverError, match="model.multi_modal_projector") as error:
-        resolve_structure(structure_of(llava), override_specs=[MultimodalModuleSpec(path="model.multimodal_projector")])
+        resolve_structure(structure_of(llava), override_specs=[misspelt])
     assert "closest existing paths" in str(error.value)
 
 
 def test_two_overrides_for_one_path_are_an_error(llava):
-    spec = MultimodalModuleSpec(path="model.vision_tower", role="tower")
+    spec = MultimodalModuleSpec(path="model.vision_tower", modality="vision", role="tower")
     with pytest.raises(ResolverError, match="two overrides"):
         resolve_structure(structure_of(llava), override_specs=[spec, spec])
 
 
 def test_caller_declared_specs_replace_the_inventory(llava):
-    declared = [MultimodalModuleSpec(path="model.vision_tower", role="tower")]
+    declared = [MultimodalModuleSpec(path="model.vision_tower", modality="vision", role="tower")]
     inventory = resolve_structure(structure_of(llava), declared_specs=declared)
     assert paths(inventory) == [("model.vision_tower", "vision", "tower", "caller")]
     assert inventory.language_model.parts["decoder"] == "model.language_model"
@@ -76,7 +79,7 @@ def test_caller_declared_specs_replace_the_inventory(llava):
 
 def test_class_declaration_wins_over_the_table(llava):
     entry = ArchitectureEntry(
-        modules=(ModuleDecl(paths=("model.vision_tower",), role="encoder"),),
+        modules=(ModuleDecl(paths=("model.vision_tower",), modality="vision", role="encoder"),),
         language_model=(LanguagePart(paths=("model.language_model",), part="decoder"),),
     )
     type(llava).mmfreeze_architecture = entry
@@ -95,7 +98,10 @@ def test_alias_of_the_same_module_is_counted_once():
         aliases={"encoder": "tower"},
     )
     entry = ArchitectureEntry(
-        modules=(ModuleDecl(paths=("tower",), role="tower"), ModuleDecl(paths=("encoder",), role="tower")),
+        modules=(
+            ModuleDecl(paths=("tower",), modality="vision", role="tower"),
+            ModuleDecl(paths=("encoder",), modality="vision", role="tower"),
+        ),
         language_model=(LanguagePart(paths=("lm",), part="decoder"),),
     )
     inventory = resolve_structure(structure, table={"AliasedVLM": entry})
@@ -107,7 +113,7 @@ def test_alias_of_the_same_module_is_counted_once():
 def test_alternative_paths_use_the_first_that_exists():
     structure = make_structure("V", {"visual": "Encoder", "lm": "Decoder"}, [("visual.w", ()), ("lm.w", ())])
     entry = ArchitectureEntry(
-        modules=(ModuleDecl(paths=("model.visual", "visual"), role="tower"),),
+        modules=(ModuleDecl(paths=("model.visual", "visual"), modality="vision", role="tower"),),
         language_model=(LanguagePart(paths=("lm",), part="decoder"),),
     )
     assert paths(resolve_structure(structure, table={"V": entry}))[0][0] == "visual"

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import peft
 import pytest
 import torch
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
@@ -53,7 +54,6 @@ def test_torch_compile_wrapper_keeps_canonical_paths(llava):
 
 
 def test_peft_lora_keeps_canonical_paths_and_maps_raw_parameter_names(llava):
-    peft = pytest.importorskip("peft")
     before = summary(llava)
     lora = peft.get_peft_model(llava, peft.LoraConfig(r=2, target_modules=["q_proj", "linear_1"]))
     inventory = resolve_model_inventory(lora)

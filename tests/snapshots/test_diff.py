@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mmfreeze.snapshots.diff import HeaderChange, diff_snapshots
-from mmfreeze.snapshots.grouping import prefix_group
+from mmfreeze.resolver.labels import prefix_group
 from tests.snapshots.test_format import HEADER, snapshot_of
 
 

@@ -14,7 +14,9 @@ DOCUMENT = {"freeze_config": {"language": {"decoder": True}}, "optim": {"lr": 1e
 
 
 def record() -> FrozenSetRecord:
-    result = compute_frozen_set(STRUCTURE, {"freeze_config": {"freeze_language_model": True}}, source="r.yaml")
+    result = compute_frozen_set(
+        STRUCTURE, {"freeze_config": {"freeze_language_model": True}}, source="r.yaml", override_specs=()
+    )
     return FrozenSetRecord.of(result, recipe="r.yaml")
 
 

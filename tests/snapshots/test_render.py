@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import json
 
-from mmfreeze.snapshots.diff import HeaderChange, ModuleGroup, RecipeChange
+from mmfreeze.resolver.labels import ModuleGroup
+from mmfreeze.snapshots.diff import HeaderChange, RecipeChange
 from mmfreeze.snapshots.render import render_json, render_markdown, render_text
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 

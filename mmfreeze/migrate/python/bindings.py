@@ -22,7 +22,7 @@ import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mmfreeze.freeze.config import did_you_mean
+from mmfreeze.suggest import did_you_mean
 
 PRAGMA = re.compile(r"^#\s*mmfreeze:\s*(?P<body>.*)$")
 BINDING_KEYS = ("models", "recipes")

@@ -17,17 +17,18 @@ from typing import Any
 
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.freeze.engine import trained_structure
+from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.section import SectionInput
+from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.multimodal import parse_module_overrides
-from mmfreeze.recipes.recipe import ModelSection, Recipe, load_recipe
+from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
+from mmfreeze.resolver.overrides import override_specs
 
 AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
                 "AutoModelForSpeechSeq2Seq")
-PRAGMA_TARGET = "(mmfreeze pragma)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +51,7 @@ class Proof:
 class BoundModels:
     """Builds the models call sites are bound to, each once per run."""
 
-    def __init__(self, structure_of: Callable[[Recipe], ModelStructure], allowed_targets: Mapping[str, str]) -> None:
+    def __init__(self, structure_of: Callable[[ModelRequest], ModelStructure], allowed_targets: Mapping[str, str]) -> None:
         self._structure_of = structure_of
         self._allowed_targets = allowed_targets
         self._built: dict[tuple[str, str], ProofTarget] = {}
@@ -71,10 +72,10 @@ class BoundModels:
     def _model(self, model_id: str, directory: Path) -> ProofTarget:
         errors = []
         for auto_class in AUTO_CLASSES:
-            recipe = Recipe(path=directory / PRAGMA_TARGET, display_path=model_id, document={},
-                            model=ModelSection(target=PRAGMA_TARGET, auto_class=auto_class, model_id=model_id))
+            request = ModelRequest(model_id=model_id, auto_class=auto_class, recipe_dir=directory,
+                                   configs_dir=None, source=model_id)
             try:
-                structure = self._structure_of(recipe)
+                structure = self._structure_of(request)
             except ModelBuildError as error:
                 errors.append(error.message)
                 continue
@@ -83,8 +84,8 @@ class BoundModels:
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
         recipe = load_recipe(path, allowed_targets=self._allowed_targets)
-        trained = trained_structure(self._structure_of(recipe), recipe.document, source=recipe.display_path)
-        overrides = parse_module_overrides(recipe.document, source=recipe.display_path)
+        trained = trained_structure(self._structure_of(model_request(recipe)), recipe.document, source=recipe.display_path)
+        overrides = override_specs(recipe.module_overrides)
         return ProofTarget(name=name, structure=trained, inventory=resolve_structure(trained, override_specs=overrides))
 
 

@@ -139,7 +139,7 @@ def check_inventory(structure: ModelStructure, entry: ArchitectureEntry, invento
     """The table-entry checks, each failure as one line."""
     if inventory.source != "table":
         yield f"resolved from {inventory.source!r}, not the table"
-    declared = {_declared_key(structure, decl) for decl in entry.modules}
+    declared = {_declared_key(structure, decl) for decl in entry.modules} - {None}
     resolved = {(m.spec.path, m.spec.modality, m.spec.role) for m in inventory.modules}
     if declared != resolved:
         yield f"declared modules {sorted(declared, key=str)} but resolved {sorted(resolved, key=str)}"
@@ -151,8 +151,11 @@ def check_inventory(structure: ModelStructure, entry: ArchitectureEntry, invento
         yield f"owners count {owned + unowned} elements, the model has {structure.total_numel}"
 
 
-def _declared_key(structure: ModelStructure, decl: ModuleDecl) -> tuple[str | None, str, str | None]:
+def _declared_key(structure: ModelStructure, decl: ModuleDecl) -> tuple[str | None, str, str | None] | None:
+    """(path, modality, role) of a declaration; ``None`` for an optional one the model lacks."""
     path = next((p for p in decl.paths if p in structure.modules), None)
+    if path is None and not decl.required:
+        return None
     return path, decl.modality, decl.role
 
 
@@ -181,3 +184,149 @@ class _HeuristicWarnings(logging.Handler):
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("mmfreeze.resolver.heuristic").removeHandler(self)
+
+
+# -- NeMo AutoModel's own classes (builder = framework) -----------------------------------------
+#
+# Every architecture the framework builds itself (mmfreeze/models/framework_classes.json) is built
+# on meta the framework's way (mmfreeze.models.framework_build) from a bundled config: the
+# published one in mmfreeze/registry/configs when there is one, else the framework config class's
+# defaults (plus FRAMEWORK_CONFIG_KWARGS where the defaults leave a multimodal part out). Needs the
+# framework installed and importable (.venv-framework).
+
+FRAMEWORK_REGISTRY_CONFIGS: Mapping[str, str] = {
+    "Gemma4ForConditionalGeneration": "google/gemma-4-E2B-it",
+    "KimiK25ForConditionalGeneration": "moonshotai/Kimi-K2.5",
+    "LlamaForCausalLM": "meta-llama/Llama-3.1-8B-Instruct",
+    "Mistral3ForConditionalGeneration": "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+    "Qwen2ForCausalLM": "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen2_5OmniForConditionalGeneration": "Qwen/Qwen2.5-Omni-7B",
+    "Qwen2_5OmniModel": "Qwen/Qwen2.5-Omni-7B",
+    "Qwen2_5OmniThinkerForConditionalGeneration": "Qwen/Qwen2.5-Omni-7B",
+    "Qwen3ForCausalLM": "Qwen/Qwen3-8B",
+    "Qwen3OmniMoeForConditionalGeneration": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    "Qwen3VLForConditionalGeneration": "Qwen/Qwen3-VL-8B-Instruct",
+    "Qwen3VLMoeForConditionalGeneration": "Qwen/Qwen3-VL-30B-A3B-Instruct",
+    "Qwen3_5ForConditionalGeneration": "Qwen/Qwen3.5-9B",
+    "Qwen3_5MoeForConditionalGeneration": "Qwen/Qwen3.5-35B-A3B",
+}
+"""Architecture -> bundled published config (mmfreeze/registry/configs); its ``architectures`` is
+set to the key, the name the framework dispatches on."""
+
+FRAMEWORK_CONFIG_TYPES: Mapping[str, str] = {
+    "BagelForConditionalGeneration": "bagel",
+    "BagelForUnifiedMultimodal": "bagel",
+    "Gemma4UnifiedForConditionalGeneration": "gemma4_unified",
+    "Glm5NextForConditionalGeneration": "glm5_next",
+    "HunyuanImage3ForCausalMM": "hunyuan_image_3_moe",
+    "InklingForConditionalGeneration": "inkling_mm_model",
+    "KimiK25VLForConditionalGeneration": "kimi_k25",
+    "KimiK3ForConditionalGeneration": "kimi_k3",
+    "KimiVLForConditionalGeneration": "kimi_vl",
+    "LLaVAOneVision1_5_ForConditionalGeneration": "llavaonevision1_5",
+    "LlamaNemotronVLModel": "llama_nemotron_vl",
+    "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
+    "MuseGlimmerForConditionalGeneration": "muse_glimmer",
+    "Qwen3_8_FlashNextForConditionalGeneration": "qwen3_8_flash_next",
+    "Qwen4ExpForConditionalGeneration": "qwen4_exp",
+    "Step3p6ForConditionalGeneration": "step3p5v",
+    "Step3p7ForConditionalGeneration": "step3p7",
+}
+"""Architecture -> model type whose (framework or transformers) config class defaults stand in,
+for multimodal architectures without a bundled config."""
+
+FRAMEWORK_CONFIG_KWARGS: Mapping[str, Mapping[str, Any]] = {
+    "bagel": {"vision_config": {}},
+    "gemma4_unified": {"vision_config": {}, "audio_config": {}},
+}
+"""Model type -> kwargs adding the multimodal parts its defaults leave out."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrameworkResult:
+    """One framework architecture: built (``class_name``), resolved (``modules``), checked (``problems``)."""
+
+    architecture: str
+    config: str
+    """Where its config came from: ``registry:<model id>`` or ``defaults:<model type>``."""
+    class_name: str = ""
+    modules: tuple[tuple[str, str, str | None], ...] = ()
+    """(path, modality, role) of every resolved multimodal module."""
+    problems: tuple[str, ...] = ()
+    built: bool = False
+
+    @property
+    def verified(self) -> bool:
+        return self.built and not self.problems
+
+
+def framework_architectures() -> tuple[str, ...]:
+    """Every architecture name the framework builds its own class for, from the bundled JSON."""
+    from mmfreeze.models.framework import framework_data
+
+    return tuple(sorted(framework_data()["architectures"]))
+
+
+def framework_config(architecture: str) -> tuple[Any, str]:
+    """The config object the framework would make for ``architecture`` from a bundled config."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from mmfreeze.models.framework_build import build_framework_config
+
+    if architecture in FRAMEWORK_REGISTRY_CONFIGS:
+        model_id = FRAMEWORK_REGISTRY_CONFIGS[architecture]
+        config_json = {**find_model_config(model_id).config, "architectures": [architecture]}
+        return build_framework_config(config_json), f"registry:{model_id}"
+    from nemo_automodel._transformers.registry import ModelRegistry, resolve_custom_config_cls
+
+    model_type = FRAMEWORK_CONFIG_TYPES.get(architecture)
+    config_class = None
+    if model_type is not None:
+        config_class = resolve_custom_config_cls(model_type) or CONFIG_MAPPING.get(model_type)
+    if config_class is None:  # the framework class's own config class, when it names one
+        try:
+            config_class = getattr(ModelRegistry.get_model_cls_from_model_arch(architecture), "config_class", None)
+        except Exception as error:  # a model module that does not import here
+            raise ModelBuildError(f"its module does not import: {type(error).__name__}: {error}") from error
+        if config_class is None or config_class.__name__ in ("PretrainedConfig", "PreTrainedConfig"):
+            raise ModelBuildError("no bundled config, and its class names no config class whose defaults could stand in")
+        model_type = getattr(config_class, "model_type", "") or model_type
+    try:
+        config = config_class(**copy.deepcopy(dict(FRAMEWORK_CONFIG_KWARGS.get(model_type, {}))))
+    except Exception as error:  # config classes validate with many exception types
+        raise ModelBuildError(f"{config_class.__name__}() fails: {type(error).__name__}: {error}") from error
+    config.architectures = [architecture]
+    return config, f"defaults:{config_class.__name__}"
+
+
+def build_framework_structure(architecture: str) -> tuple[ModelStructure, str]:
+    """The framework's class for ``architecture``, built on meta as the framework builds it."""
+    from mmfreeze.models.build import build_meta_model
+    from mmfreeze.models.framework_build import resolve_framework_class
+
+    config, where = framework_config(architecture)
+    model_class = resolve_framework_class(config)
+    if model_class is None:
+        raise ModelBuildError(f"the framework builds the transformers class for this config ({where})")
+    return structure_of(build_meta_model(config, model_class, constructor="framework")), where
+
+
+def verify_framework_architecture(architecture: str) -> FrameworkResult:
+    """Build, resolve and (for table classes) check one framework architecture."""
+    try:
+        structure, where = build_framework_structure(architecture)
+    except MmfreezeError as error:
+        return FrameworkResult(architecture=architecture, config="", problems=(f"cannot build on meta: {error}",))
+    entry = ARCHITECTURE_TABLE.get(structure.class_name)
+    try:
+        with _HeuristicWarnings() as warnings:
+            inventory = resolve_structure(structure)
+    except MmfreezeError as error:
+        return FrameworkResult(architecture=architecture, config=where, class_name=structure.class_name,
+                               built=True, problems=(str(error),))
+    modules = tuple((m.spec.path, m.spec.modality, m.spec.role) for m in inventory.modules)
+    problems = [*check_inventory(structure, entry, inventory), *warnings.messages] if entry is not None else []
+    if entry is None and modules:
+        problems.append("multimodal, but not in the architecture table (resolved by the heuristic)")
+    return FrameworkResult(architecture=architecture, config=where, class_name=structure.class_name,
+                           modules=modules, problems=tuple(problems), built=True)

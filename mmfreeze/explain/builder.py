@@ -1,0 +1,16 @@
+"""What `mmfreeze explain` says about the builder: which one, why, and where it departs from the framework."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmfreeze.models.framework import BuilderChoice, describe_build
+from mmfreeze.models.loader import LoadedStructure
+
+
+def explain_builder(choice: BuilderChoice, loaded: LoadedStructure, *, target: str) -> dict[str, Any]:
+    """The run's builder choice and reason, and this recipe's snapshot-header values."""
+    structure = loaded.structure
+    header = describe_build(structure.class_name, structure.build_note, loaded.request.build, loaded.source.config,
+                            target=target)
+    return {"choice": choice.label, "reason": choice.reason, "fallback": choice.fallback, **header}

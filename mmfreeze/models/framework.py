@@ -1,0 +1,220 @@
+"""Which builder makes a recipe's model, and what the framework builds for an architecture.
+
+NeMo AutoModel's ``NeMoAutoModelFor*`` builds its own implementation for about 71 architectures
+(``MODEL_ARCH_MAPPING``) and the transformers class for the rest. mmfreeze builds one or the
+other, by an explicit, recorded choice (:class:`BuilderChoice`):
+
+- ``transformers``: the transformers class the recipe's Auto class picks;
+- ``framework``: what the installed nemo-automodel builds (:mod:`mmfreeze.models.framework_build`);
+- ``auto`` (default): ``framework`` when nemo-automodel is installed and the installed transformers
+  satisfies its declared requirement, else ``transformers``. Both are read from package metadata:
+  nothing is imported, so a warm check stays fast.
+
+When the transformers class is built for an architecture the framework builds itself, the
+snapshot says so (:func:`divergence_statement`), from ``framework_classes.json`` (package data
+written by ``scripts/framework_classes.py`` from the framework's own registry), so the statement
+is the same on a machine without the framework. Nothing here imports torch, transformers or nemo.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from importlib.metadata import PackageNotFoundError, requires
+from typing import Any, Literal
+
+from mmfreeze.exceptions import SettingsError
+from mmfreeze.settings import BUILDER_SETTINGS, BuilderSetting, FallbackSetting
+from mmfreeze.versions import installed_version
+
+FRAMEWORK_DISTRIBUTION = "nemo-automodel"
+FRAMEWORK_TARGET_PREFIX = "nemo_automodel."
+"""Only the framework's own ``NeMoAutoModelFor*`` targets build framework classes; a recipe whose
+``_target_`` is a transformers Auto class gets that class under the framework too."""
+DATA_FILE = "framework_classes.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuilderChoice:
+    """The builder of one run, and why it was chosen (shown by ``explain`` and ``snapshot``,
+    never stored in a snapshot)."""
+
+    kind: Literal["framework", "transformers"]
+    framework_version: str = ""
+    """The installed nemo-automodel release, when ``kind`` is ``framework``."""
+    fallback: FallbackSetting = "none"
+    """``transformers``: build the transformers class when the framework's cannot be built on meta."""
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        """The snapshot header's ``builder:`` value: ``transformers`` / ``nemo-automodel 0.7.0``."""
+        return f"nemo-automodel {self.framework_version}" if self.kind == "framework" else "transformers"
+
+    def note(self) -> str:
+        """One line for a run's output: which builder, and why."""
+        fallback = "; falls back to transformers where a framework class cannot be built" if self.fallback == "transformers" else ""
+        return f"builder: {self.label} ({self.reason}){fallback}"
+
+
+TRANSFORMERS_BUILDER = BuilderChoice(kind="transformers", reason="default")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSpec:
+    """How one recipe's model is built: part of its structure cache key (pure data, picklable)."""
+
+    kind: Literal["framework", "transformers"]
+    framework_version: str = ""
+    fallback: FallbackSetting = "none"
+    force_hf: bool = False
+    """The recipe's ``model.force_hf``: the framework then builds the transformers class."""
+
+    def identity(self) -> dict[str, Any]:
+        if self.kind == "transformers":
+            return {"builder": "transformers"}
+        return {"builder": "framework", "nemo_automodel": self.framework_version, "fallback": self.fallback,
+                "force_hf": self.force_hf}
+
+
+TRANSFORMERS_SPEC = BuildSpec(kind="transformers")
+
+
+def choose_builder(setting: BuilderSetting = "auto", fallback: FallbackSetting = "none") -> BuilderChoice:
+    """The run's builder: ``setting`` applied to what is installed (package metadata only)."""
+    framework = installed_version(FRAMEWORK_DISTRIBUTION)
+    if setting == "transformers":
+        return BuilderChoice(kind="transformers", reason="builder = transformers was asked for")
+    if setting == "framework":
+        if framework == "missing":
+            raise SettingsError(
+                f"builder = framework needs {FRAMEWORK_DISTRIBUTION} installed; it is not (valid builders: "
+                f"{', '.join(BUILDER_SETTINGS)})", key="builder",
+            )
+        compatible, requirement = transformers_satisfies_framework()
+        mismatch = "" if compatible else (
+            f"; transformers {installed_version('transformers')} does not satisfy its {requirement}, so some of its "
+            "classes may not import, and the framework then builds the transformers class")
+        return BuilderChoice(kind="framework", framework_version=framework, fallback=fallback,
+                             reason=f"builder = framework was asked for{mismatch}")
+    if framework == "missing":
+        return BuilderChoice(kind="transformers", reason=f"auto: {FRAMEWORK_DISTRIBUTION} is not installed")
+    compatible, requirement = transformers_satisfies_framework()
+    transformers = installed_version("transformers")
+    if not compatible:
+        return BuilderChoice(kind="transformers", reason=(
+            f"auto: {FRAMEWORK_DISTRIBUTION} {framework} requires {requirement}, "
+            f"but transformers {transformers} is installed"))
+    return BuilderChoice(kind="framework", framework_version=framework, fallback=fallback, reason=(
+        f"auto: {FRAMEWORK_DISTRIBUTION} {framework} is installed and transformers {transformers} satisfies its {requirement}"))
+
+
+def transformers_satisfies_framework() -> tuple[bool, str]:
+    """Whether the installed transformers satisfies the framework's declared requirement, and that
+    requirement as text (``transformers==5.18.0``), from package metadata."""
+    from packaging.requirements import Requirement  # a transformers dependency: always installed beside it
+
+    installed = installed_version("transformers")
+    for text in requires(FRAMEWORK_DISTRIBUTION) or ():
+        requirement = Requirement(text)
+        if requirement.name.lower() != "transformers":
+            continue
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        shown = f"transformers{requirement.specifier}"
+        return installed != "missing" and requirement.specifier.contains(installed, prereleases=True), shown
+    return installed != "missing", "transformers (any version)"
+
+
+def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[str, Any] | None) -> BuildSpec:
+    """The recipe's build: the framework's only for its own ``NeMoAutoModel*`` targets."""
+    if choice.kind != "framework" or not target.startswith(FRAMEWORK_TARGET_PREFIX):
+        return TRANSFORMERS_SPEC
+    force_hf = bool((model_section or {}).get("force_hf", False)) if isinstance(model_section, Mapping) else False
+    return BuildSpec(kind="framework", framework_version=choice.framework_version, fallback=choice.fallback,
+                     force_hf=force_hf)
+
+
+def recipe_spec(choice: BuilderChoice, recipe: Any) -> BuildSpec:
+    """:func:`spec_for_recipe` for a parsed :class:`~mmfreeze.recipes.recipe.Recipe`."""
+    document = recipe.document if isinstance(recipe.document, Mapping) else {}
+    return spec_for_recipe(choice, recipe.model.target, document.get("model"))
+
+
+def builder_label(spec: BuildSpec) -> str:
+    return f"nemo-automodel {spec.framework_version}" if spec.kind == "framework" else "transformers"
+
+
+# -- what the framework builds, as data ---------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrameworkClass:
+    """The framework's own class(es) for one architecture name (``config.architectures[0]``)."""
+
+    architecture: str
+    classes: tuple[tuple[str, str], ...]
+    """(module, class) pairs, in the order the framework tries them."""
+    config_dependent: bool
+    """The framework may build the transformers class instead, depending on the config."""
+
+    def describe(self) -> str:
+        return " or ".join(f"{name} ({module})" for module, name in self.classes)
+
+
+@cache
+def framework_data() -> Mapping[str, Any]:
+    """``framework_classes.json`` (package data)."""
+    text = resources.files("mmfreeze.models").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def framework_class_for(config: Mapping[str, Any]) -> FrameworkClass | None:
+    """What the framework builds for this config.json content instead of the transformers class,
+    keyed like the framework by ``architectures[0]``; ``None`` when it builds transformers'."""
+    architectures = config.get("architectures") or ()
+    if not architectures:
+        return None
+    entry = framework_data()["architectures"].get(architectures[0])
+    if entry is None:
+        return None
+    classes = [(alt["module"], alt["class"]) for alt in entry.get("alternatives", ())]
+    if entry.get("module"):
+        classes.append((entry["module"], entry["class"]))
+    return FrameworkClass(architecture=architectures[0], classes=tuple(dict.fromkeys(classes)),
+                          config_dependent=bool(entry.get("config_dependent")))
+
+
+def divergence_statement(
+    config: Mapping[str, Any], built_class: str, *, target: str, spec: BuildSpec, fallback_reason: str = ""
+) -> str:
+    """The header line when the snapshot's model is the transformers class but the framework
+    builds its own for this architecture; ``""`` when they agree."""
+    if not target.startswith(FRAMEWORK_TARGET_PREFIX) or spec.force_hf:
+        return ""
+    if spec.kind == "framework" and not fallback_reason:
+        return ""
+    framework = framework_class_for(config)
+    if framework is None:
+        return ""
+    verb = "may build its own" if framework.config_dependent else "builds its own"
+    tail = ", depending on the config" if framework.config_dependent else ""
+    statement = f"built as transformers class {built_class}; the framework {verb} {framework.describe()} for this architecture{tail}"
+    if fallback_reason:
+        statement += f"; it could not be built on meta here ({fallback_reason})"
+    return statement
+
+
+def describe_build(
+    architecture: str, build_note: str, spec: BuildSpec, config: Mapping[str, Any], *, target: str
+) -> dict[str, str]:
+    """The snapshot header's ``builder`` and ``divergence`` values (also shown by ``explain``):
+    ``architecture`` is the class built, ``build_note`` the structure's fallback reason."""
+    builder = builder_label(spec)
+    if build_note:
+        builder = f"transformers (fallback from {builder})"
+    divergence = divergence_statement(config, architecture, target=target, spec=spec, fallback_reason=build_note)
+    return {"builder": builder, "divergence": divergence}

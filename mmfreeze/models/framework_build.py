@@ -1,0 +1,112 @@
+"""Build what NeMo AutoModel builds, the framework's way (imports nemo-automodel; see :mod:`.framework`).
+
+Mirrors ``nemo_automodel._transformers.model_init``: the config comes from the framework's own
+config class for the model type when it registers one (``resolve_custom_config_cls``), else from
+transformers; the class from ``_resolve_custom_model_cls_for_config`` (Mistral3 variants,
+``supports_config``, the compatibility screen), unless the recipe says ``force_hf: true``
+(``get_is_hf_model``). ``None`` there means the framework builds the transformers class, and so
+does mmfreeze. A recipe's ``_target_`` is never imported. The meta-device instantiation itself is
+:func:`mmfreeze.models.build.build_meta_model`'s, as for every model.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mmfreeze.exceptions import ModelBuildError
+from mmfreeze.models.framework import BuildSpec
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from mmfreeze.models.structure import ModelStructure
+    from transformers import PretrainedConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrameworkBuild:
+    """A model built for a framework spec, and why the transformers class stands in, if it does."""
+
+    model: nn.Module
+    fallback_reason: str = ""
+
+
+def build_framework_structure(
+    config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str
+) -> ModelStructure:
+    """:func:`build_framework_model`'s structure, noting a fallback to the transformers class."""
+    from dataclasses import replace
+
+    from mmfreeze.models.structure import structure_of
+
+    built = build_framework_model(config, auto_class, spec, source=source)
+    return replace(structure_of(built.model), build_note=built.fallback_reason)
+
+
+def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str) -> FrameworkBuild:
+    """The model the framework builds from this config.json content, on the meta device.
+    Errors are :class:`ModelBuildError` instances naming ``source`` and the ``model`` key."""
+    try:
+        return _build(config, auto_class, spec)
+    except ModelBuildError as error:
+        raise ModelBuildError(error.message, source=source, key="model") from error
+
+
+def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> FrameworkBuild:
+    from mmfreeze.models.build import build_meta_model, resolve_model_class
+
+    framework_config = build_framework_config(config)
+    model_class = None if spec.force_hf else resolve_framework_class(framework_config)
+    if model_class is None:  # the framework builds the transformers class
+        return FrameworkBuild(model=build_meta_model(framework_config, resolve_model_class(framework_config, auto_class)))
+    try:
+        return FrameworkBuild(model=build_meta_model(framework_config, model_class, constructor="framework"))
+    except ModelBuildError as error:
+        if spec.fallback != "transformers":
+            raise
+        reason = f"{model_class.__name__}: {error.message}"
+    from mmfreeze.models.build import build_transformers_config
+
+    transformers_config = build_transformers_config(config)
+    model = build_meta_model(transformers_config, resolve_model_class(transformers_config, auto_class))
+    return FrameworkBuild(model=model, fallback_reason=reason)
+
+
+def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
+    """The config object the framework makes: its own config class for the model type, else transformers'."""
+    from mmfreeze.models.build import build_transformers_config, quiet_transformers
+
+    registry = _framework_module("nemo_automodel._transformers.registry")
+    config_class = registry.resolve_custom_config_cls(str(config.get("model_type")))
+    if config_class is None:
+        return build_transformers_config(config)
+    try:
+        with quiet_transformers():
+            return config_class.from_dict(copy.deepcopy(dict(config)))
+    except Exception as error:  # config classes validate with many exception types
+        raise ModelBuildError(
+            f"the framework's {config_class.__name__} rejects the config: {type(error).__name__}: {error}"
+        ) from error
+
+
+def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
+    """The framework's own class for ``config``, or ``None`` when it builds the transformers class."""
+    model_init = _framework_module("nemo_automodel._transformers.model_init")
+    try:
+        return model_init._resolve_custom_model_cls_for_config(config)
+    except Exception as error:  # a model module that does not import here, a failing supports_config
+        raise ModelBuildError(
+            f"nemo-automodel could not choose a class for {config.model_type!r}: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _framework_module(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception as error:  # missing dependency, incompatible transformers
+        raise ModelBuildError(f"nemo-automodel is installed but {name} does not import: {type(error).__name__}: {error}") from error

@@ -1,0 +1,115 @@
+"""Issue #16 (a): where the framework is installed with its transformers, a snapshot describes the
+model the framework builds. The bundled Qwen3.5 and Omni recipes, through mmfreeze's real snapshot
+computation with builder ``auto`` (and ``framework``), list exactly the parameter names of the
+framework's own class, built here on meta straight from nemo-automodel (not through mmfreeze).
+
+The two Omni recipes whose model the framework builds (``NeMoAutoModelForMultimodalLM``) declare
+``audio: {generator: false}``: the framework's thinker-only model has no speech generator, so
+under the framework's builder those recipes are input errors naming that key (what the recipe
+says does not fit the model that trains). With the key removed they snapshot the thinker.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.config_sources import find_model_config
+from mmfreeze.models.framework import choose_builder
+from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from mmfreeze.snapshots.compute import LoadingOptions, compute_snapshot
+from mmfreeze.snapshots.frozen_cache import FrozenSetCache
+from mmfreeze.versions import installed_version
+from tests.conftest import REPO_ROOT
+
+pytestmark = [
+    pytest.mark.framework,
+    pytest.mark.skipif(choose_builder("auto").kind != "framework",
+                       reason="needs nemo-automodel with the transformers it requires (.venv-framework)"),
+]
+
+QWEN3_5 = {
+    "example_configs/vlm_finetune/qwen3_5/qwen3_5_9b_cord_v2.yaml": "Qwen3_5ForConditionalGeneration",
+    "example_configs/vlm_finetune/qwen3_5_moe/qwen3_5_35b_a3b_cauldron.yaml": "Qwen3_5MoeForConditionalGeneration",
+    "example_configs/vlm_peft/qwen3_5_moe/qwen3_5_35b_a3b_lora_medpix.yaml": "Qwen3_5MoeForConditionalGeneration",
+}
+OMNI = {
+    "example_configs/audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_librispeech.yaml": "Qwen2_5OmniThinkerForConditionalGeneration",
+    "example_configs/audio_finetune/qwen3_omni_moe/qwen3_omni_30b_a3b_common_voice_ep.yaml": "Qwen3OmniMoeThinkerForConditionalGeneration",
+}
+
+
+def framework_parameter_names(model_id: str) -> tuple[str, set[str]]:
+    """The framework's own class for ``model_id``'s bundled config, built on meta by nemo-automodel's
+    own functions, and its parameter names (every name, tied aliases included)."""
+    import torch
+    from nemo_automodel._transformers.model_init import _resolve_custom_model_cls_for_config
+    from nemo_automodel._transformers.registry import resolve_custom_config_cls
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    config_json = copy.deepcopy(dict(find_model_config(model_id).config))
+    config_class = resolve_custom_config_cls(config_json["model_type"]) or CONFIG_MAPPING[config_json["model_type"]]
+    config = config_class.from_dict(config_json)
+    model_class = _resolve_custom_model_cls_for_config(config)
+    with torch.device("meta"):
+        model = model_class(config)
+    return model_class.__name__, {name for name, _ in model.named_parameters(remove_duplicate=False)}
+
+
+def options(tmp_path: Path, builder: str) -> LoadingOptions:
+    return LoadingOptions(
+        allowed_targets=DEFAULT_TARGETS, cache=StructureCache(tmp_path / "cache"),
+        frozen_sets=FrozenSetCache(tmp_path / "cache"), root=REPO_ROOT, builder=choose_builder(builder),
+    )
+
+
+def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str, loading: LoadingOptions) -> None:
+    computed = compute_snapshot(recipe, key, loading)
+    header = computed.snapshot.header
+    class_name, names = framework_parameter_names(computed.recipe.model.model_id)
+    assert class_name == expected_class
+    assert header.architecture == expected_class
+    assert header.builder == f"nemo-automodel {installed_version('nemo-automodel')}"
+    assert header.divergence == ""
+    trained = computed.trained_structure()
+    base = {name for info in trained.parameters for name in info.names if ".lora_" not in name}
+    assert base == names
+    assert computed.snapshot.frozen <= {name for info in trained.parameters for name in info.names}
+    assert header.frozen_tensors + header.trainable_tensors == len(trained.parameters)
+
+
+@pytest.mark.parametrize("builder", ["auto", "framework"])
+@pytest.mark.parametrize("recipe", sorted(QWEN3_5))
+def test_qwen3_5_snapshot_lists_the_framework_class_parameters(recipe: str, builder: str, tmp_path: Path) -> None:
+    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, QWEN3_5[recipe], options(tmp_path, builder))
+
+
+def test_qwen3_5_framework_names_differ_from_transformers_ones_where_the_issue_says(tmp_path: Path) -> None:
+    """The framework's Qwen3.5 keeps its linear-attention fp32 parameters under ``_fp32_params``."""
+    _, names = framework_parameter_names("Qwen/Qwen3.5-9B")
+    assert any("linear_attn._fp32_params." in name for name in names)
+
+
+@pytest.mark.parametrize("recipe", sorted(OMNI))
+def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(recipe: str, tmp_path: Path) -> None:
+    with pytest.raises(MmfreezeError, match="generator"):
+        compute_snapshot(REPO_ROOT / recipe, recipe, options(tmp_path, "auto"))
+
+
+@pytest.mark.parametrize("recipe", sorted(OMNI))
+def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path) -> None:
+    """The same recipe without ``generator`` (the thinker has none): no talker, no code2wav."""
+    source = REPO_ROOT / recipe
+    copied = tmp_path / "recipes" / source.name
+    copied.parent.mkdir()
+    shutil.copy(source, copied)
+    copied.write_text(copied.read_text(encoding="utf-8").replace(", generator: false}", "}"), encoding="utf-8")
+    loading = options(tmp_path, "auto")
+    check_snapshot_is_the_frameworks(copied, recipe, OMNI[recipe], loading)
+    structure = compute_snapshot(copied, recipe, loading).trained_structure()
+    assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
