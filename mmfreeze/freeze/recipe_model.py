@@ -7,9 +7,10 @@ resolver. Every caller that loads a recipe's model goes through it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, recipe_spec
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, BuildSpec, spec_for_recipe
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.pull import ModelReader, NamedModel
 from mmfreeze.recipes.documents import YamlDocuments
@@ -24,8 +25,14 @@ def model_request(recipe: Recipe, builder: BuilderChoice = TRANSFORMERS_BUILDER)
         recipe_dir=recipe.path.parent,
         configs_dir=recipe.configs_dir,
         source=recipe.display_path,
-        build=recipe_spec(builder, recipe),
+        build=build_spec(builder, recipe),
     )
+
+
+def build_spec(builder: BuilderChoice, recipe: Recipe) -> BuildSpec:
+    """How ``builder`` builds ``recipe``'s model (its ``_target_`` and ``model.force_hf`` matter)."""
+    model_section = recipe.document.get("model") if isinstance(recipe.document, Mapping) else None
+    return spec_for_recipe(builder, recipe.model.target, model_section)
 
 
 def recipe_model_reader(documents: YamlDocuments, *, root: Path | None = None) -> ModelReader:

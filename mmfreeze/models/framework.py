@@ -138,12 +138,6 @@ def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[s
                      force_hf=force_hf)
 
 
-def recipe_spec(choice: BuilderChoice, recipe: Any) -> BuildSpec:
-    """:func:`spec_for_recipe` for a parsed :class:`~mmfreeze.recipes.recipe.Recipe`."""
-    document = recipe.document if isinstance(recipe.document, Mapping) else {}
-    return spec_for_recipe(choice, recipe.model.target, document.get("model"))
-
-
 def builder_label(spec: BuildSpec) -> str:
     return f"nemo-automodel {spec.framework_version}" if spec.kind == "framework" else "transformers"
 

@@ -3,16 +3,15 @@ model the framework builds. The bundled Qwen3.5 and Omni recipes, through mmfree
 computation with builder ``auto`` (and ``framework``), list exactly the parameter names of the
 framework's own class, built here on meta straight from nemo-automodel (not through mmfreeze).
 
-The two Omni recipes whose model the framework builds (``NeMoAutoModelForMultimodalLM``) declare
-``audio: {generator: false}``: the framework's thinker-only model has no speech generator, so
-under the framework's builder those recipes are input errors naming that key (what the recipe
-says does not fit the model that trains). With the key removed they snapshot the thinker.
+The two Omni recipes whose model the framework builds (``NeMoAutoModelForMultimodalLM``) name no
+audio ``generator``: the framework's thinker-only model has none, so a recipe naming it is an input
+error under the framework's builder (what the recipe says does not fit the model that trains).
 """
 
 from __future__ import annotations
 
 import copy
-import shutil
+import re
 from pathlib import Path
 
 import pytest
@@ -96,20 +95,22 @@ def test_qwen3_5_framework_names_differ_from_transformers_ones_where_the_issue_s
 
 
 @pytest.mark.parametrize("recipe", sorted(OMNI))
-def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(recipe: str, tmp_path: Path) -> None:
-    with pytest.raises(MmfreezeError, match="generator"):
-        compute_snapshot(REPO_ROOT / recipe, recipe, options(tmp_path, "auto"))
+def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path) -> None:
+    """No talker, no code2wav: the thinker the framework builds."""
+    loading = options(tmp_path, "auto")
+    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, OMNI[recipe], loading)
+    structure = compute_snapshot(REPO_ROOT / recipe, recipe, loading).trained_structure()
+    assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
 
 
 @pytest.mark.parametrize("recipe", sorted(OMNI))
-def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path) -> None:
-    """The same recipe without ``generator`` (the thinker has none): no talker, no code2wav."""
+def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(recipe: str, tmp_path: Path) -> None:
     source = REPO_ROOT / recipe
     copied = tmp_path / "recipes" / source.name
     copied.parent.mkdir()
-    shutil.copy(source, copied)
-    copied.write_text(copied.read_text(encoding="utf-8").replace(", generator: false}", "}"), encoding="utf-8")
-    loading = options(tmp_path, "auto")
-    check_snapshot_is_the_frameworks(copied, recipe, OMNI[recipe], loading)
-    structure = compute_snapshot(copied, recipe, loading).trained_structure()
-    assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
+    text = source.read_text(encoding="utf-8")
+    named = re.sub(r"(\n  audio: \{[^}]*)\}", r"\1, generator: false}", text, count=1)
+    assert named != text
+    copied.write_text(named, encoding="utf-8")
+    with pytest.raises(MmfreezeError, match="no role 'generator'"):
+        compute_snapshot(copied, recipe, options(tmp_path, "auto"))
