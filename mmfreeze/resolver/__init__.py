@@ -5,39 +5,52 @@ without torch. Live edge: :func:`resolve_multimodal_modules` reads the model, re
 each canonical path to the module object in the model as given (call it after PEFT and wrapping).
 """
 
-from mmfreeze.resolver.bind import bind_modules, get_class_entry, resolve_model_inventory, resolve_multimodal_modules
-from mmfreeze.resolver.entry import CLASS_ATTRIBUTE, ArchitectureEntry, LanguagePart, ModuleDecl, Unowned
-from mmfreeze.resolver.inventory import (
-    LANGUAGE_GROUP,
-    MULTIMODAL_SCOPE,
-    ResolvedInventory,
-    ResolvedLanguageModel,
-    ResolvedModuleInfo,
-)
-from mmfreeze.resolver.paths import canonical_path
-from mmfreeze.resolver.resolve import resolve_structure
-from mmfreeze.resolver.spec import MultimodalModuleSpec, ResolvedMultimodalModule, SpecSource
-from mmfreeze.resolver.table import ARCHITECTURE_TABLE
+from __future__ import annotations
 
-__all__ = [
-    "ARCHITECTURE_TABLE",
-    "CLASS_ATTRIBUTE",
-    "LANGUAGE_GROUP",
-    "MULTIMODAL_SCOPE",
-    "ArchitectureEntry",
-    "LanguagePart",
-    "ModuleDecl",
-    "MultimodalModuleSpec",
-    "ResolvedInventory",
-    "ResolvedLanguageModel",
-    "ResolvedModuleInfo",
-    "ResolvedMultimodalModule",
-    "SpecSource",
-    "Unowned",
-    "bind_modules",
-    "canonical_path",
-    "get_class_entry",
-    "resolve_model_inventory",
-    "resolve_multimodal_modules",
-    "resolve_structure",
-]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mmfreeze.resolver.bind import bind_modules, get_class_entry, resolve_model_inventory, resolve_multimodal_modules
+    from mmfreeze.resolver.entry import ArchitectureEntry, CLASS_ATTRIBUTE, LanguagePart, ModuleDecl, Unowned
+    from mmfreeze.resolver.inventory import LANGUAGE_GROUP, MULTIMODAL_SCOPE, ResolvedInventory, ResolvedLanguageModel, ResolvedModuleInfo
+    from mmfreeze.resolver.paths import canonical_path
+    from mmfreeze.resolver.resolve import resolve_structure
+    from mmfreeze.resolver.spec import MultimodalModuleSpec, ResolvedMultimodalModule, SpecSource
+    from mmfreeze.resolver.table import ARCHITECTURE_TABLE
+
+# Imported on first use: a warm snapshot run labels parameters (`resolver.labels`) and must not
+# pay for the architecture tables and the live binder through this package's exports.
+_EXPORTS = {
+    "ARCHITECTURE_TABLE": "mmfreeze.resolver.table",
+    "ArchitectureEntry": "mmfreeze.resolver.entry",
+    "CLASS_ATTRIBUTE": "mmfreeze.resolver.entry",
+    "LANGUAGE_GROUP": "mmfreeze.resolver.inventory",
+    "LanguagePart": "mmfreeze.resolver.entry",
+    "MULTIMODAL_SCOPE": "mmfreeze.resolver.inventory",
+    "ModuleDecl": "mmfreeze.resolver.entry",
+    "MultimodalModuleSpec": "mmfreeze.resolver.spec",
+    "ResolvedInventory": "mmfreeze.resolver.inventory",
+    "ResolvedLanguageModel": "mmfreeze.resolver.inventory",
+    "ResolvedModuleInfo": "mmfreeze.resolver.inventory",
+    "ResolvedMultimodalModule": "mmfreeze.resolver.spec",
+    "SpecSource": "mmfreeze.resolver.spec",
+    "Unowned": "mmfreeze.resolver.entry",
+    "bind_modules": "mmfreeze.resolver.bind",
+    "canonical_path": "mmfreeze.resolver.paths",
+    "get_class_entry": "mmfreeze.resolver.bind",
+    "resolve_model_inventory": "mmfreeze.resolver.bind",
+    "resolve_multimodal_modules": "mmfreeze.resolver.bind",
+    "resolve_structure": "mmfreeze.resolver.resolve",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'mmfreeze.resolver' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
