@@ -63,16 +63,29 @@ def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
     """A transformers config object from config.json content (a copy: 5.18 pops nested keys)."""
     import copy
 
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
     model_type = config.get("model_type")
-    if model_type not in CONFIG_MAPPING:
+    config_class = transformers_config_class(model_type) if isinstance(model_type, str) else None
+    if config_class is None:
         raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know")
     try:
         with quiet_transformers():
-            return CONFIG_MAPPING[model_type].from_dict(copy.deepcopy(dict(config)))
+            return config_class.from_dict(copy.deepcopy(dict(config)))
     except Exception as error:  # transformers validates configs with many exception types
         raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}") from error
+
+
+def transformers_config_class(model_type: str) -> type[PretrainedConfig] | None:
+    """transformers' own config class for ``model_type``, or None where it has none.
+
+    Read past ``AutoConfig.register``: importing nemo-automodel's registry registers the framework's
+    config classes over some of transformers' (deepseek_v4, minimax_m3_vl), so ``CONFIG_MAPPING``
+    would make a transformers build depend on whether a framework build ran earlier in the process.
+    """
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    name = CONFIG_MAPPING._mapping.get(model_type)  # the built-in names; registrations live apart
+    return getattr(transformers, name) if name is not None else None
 
 
 def build_meta_model(

@@ -113,6 +113,31 @@ def test_committed_framework_classes_json_is_the_scripts_output_for_the_installe
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
+REGISTERED_THEN_BUILT = """
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+import nemo_automodel._transformers.registry  # registers the framework's config classes with AutoConfig
+from mmfreeze.models.build import build_transformers_config
+for model_type in ("deepseek_v4", "minimax_m3_vl"):
+    registered = CONFIG_MAPPING[model_type].__module__.split(".")[0]
+    built = type(build_transformers_config({"model_type": model_type})).__module__.split(".")[0]
+    print(model_type, registered, built)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nemo_automodel") is None, reason="nemo-automodel is not installed")
+def test_a_transformers_build_ignores_the_config_classes_the_framework_registers() -> None:
+    """Once nemo-automodel's registry is imported, AutoConfig maps deepseek_v4 and minimax_m3_vl to
+    the framework's config classes; a transformers build in the same process still gets
+    transformers' own (else it depends on whether a framework build ran first). In a subprocess:
+    the registration changes transformers for the rest of the process that imports it."""
+    completed = subprocess.run([sys.executable, "-c", REGISTERED_THEN_BUILT], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == [
+        "deepseek_v4 nemo_automodel transformers", "minimax_m3_vl nemo_automodel transformers",
+    ]
+
+
 def test_framework_data_records_config_dependent_choices() -> None:
     assert framework.framework_data()["nemo_automodel"] == "0.7.0"
     mistral = framework_class_for({"architectures": ["Mistral3ForConditionalGeneration"]})
