@@ -15,28 +15,21 @@ no cycle (``tests/test_layers.py`` checks both):
 
 Foundations sit below every layer: any layer may import them, and they import no layer. They are
 the top-level modules ``exceptions``, ``atomic``, ``disk_cache``, ``versions``, ``releases``,
-``settings``, ``pr_comment``, ``counts`` and ``suggest``, and the bundled ``registry`` data.
+``settings``, ``pr_comment``, ``counts``, ``suggest`` and ``lazy_exports``, and the bundled
+``registry`` data.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mmfreeze.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from mmfreeze.guard.verify import verify_frozen_set
 
 __version__ = "0.1.0"
-__all__ = ["verify_frozen_set"]
-
-
-def __getattr__(name: str) -> Any:
-    # Imported on first use: `import mmfreeze` (and the CLI) stays free of the guard's modules.
-    if name == "verify_frozen_set":
-        from mmfreeze.guard.verify import verify_frozen_set
-
-        return verify_frozen_set
-    raise AttributeError(f"module 'mmfreeze' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+# Imported on first use: `import mmfreeze` (and the CLI) stays free of the guard's modules.
+_EXPORTS = {"verify_frozen_set": "mmfreeze.guard.verify"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

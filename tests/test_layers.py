@@ -20,7 +20,7 @@ FACADE = PACKAGE
 LAYERS: tuple[frozenset[str], ...] = (
     # Foundations: any layer may import them; they import none of the layers.
     frozenset({"exceptions", "atomic", "disk_cache", "versions", "releases", "settings", "pr_comment", "counts",
-               "suggest", "registry"}),
+               "suggest", "lazy_exports", "registry"}),
     frozenset({"recipes"}),
     frozenset({"models"}),
     frozenset({"resolver"}),

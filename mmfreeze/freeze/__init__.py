@@ -8,8 +8,9 @@ vocabulary (role flags, `language_model`, `modules` selectors: paths, globs, lay
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mmfreeze.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.apply import FreezeResult, apply_freeze_config, apply_legacy_freeze_config
@@ -31,12 +32,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'mmfreeze.freeze' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,8 +7,9 @@ each canonical path to the module object in the model as given (call it after PE
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mmfreeze.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from mmfreeze.resolver.bind import bind_modules, get_class_entry, resolve_model_inventory, resolve_multimodal_modules
@@ -45,12 +46,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'mmfreeze.resolver' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
