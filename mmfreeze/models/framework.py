@@ -133,7 +133,7 @@ def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[s
     """The recipe's build: the framework's only for its own ``NeMoAutoModel*`` targets."""
     if choice.kind != "framework" or not target.startswith(FRAMEWORK_TARGET_PREFIX):
         return TRANSFORMERS_SPEC
-    force_hf = bool((model_section or {}).get("force_hf", False)) if isinstance(model_section, Mapping) else False
+    force_hf = isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
     return BuildSpec(kind="framework", framework_version=choice.framework_version, fallback=choice.fallback,
                      force_hf=force_hf)
 
