@@ -11,7 +11,7 @@ no cycle (``tests/test_layers.py`` checks both):
 4. ``freeze``: computes and applies frozen sets from sections its callers parsed, and holds the
    recipe-to-model glue (``freeze.recipe_model``).
 5. ``snapshots``, ``migrate``, ``distributed``, ``explain``, ``guard``: the features.
-6. ``cli``, and this package's own exports.
+6. ``cli``, ``nemo`` (the integration with NeMo AutoModel), and this package's own exports.
 
 Foundations sit below every layer: any layer may import them, and they import no layer. They are
 the top-level modules ``exceptions``, ``atomic``, ``disk_cache``, ``versions``, ``releases``,

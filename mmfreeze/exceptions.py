@@ -73,6 +73,10 @@ class DistributedConfigError(MmfreezeError):
     """A `distributed.multimodal` section is invalid or unsafe for the model and mesh."""
 
 
+class IntegrationError(MmfreezeError):
+    """The nemo-automodel integration cannot be installed, or a recipe cannot run through it."""
+
+
 class MigrationError(MmfreezeError):
     """A file cannot be migrated safely."""
 

@@ -34,3 +34,14 @@ class FrameworkRules:
 
 
 CURRENT_RULES = FrameworkRules()
+
+
+INTEGRATION_RELEASES: tuple[str, ...] = ("0.7.0",)
+"""The nemo-automodel versions mmfreeze's integration (``mmfreeze.nemo.install()``) patches; it
+refuses every other one."""
+MISREAD_BEFORE_07 = (
+    "nemo-automodel before 0.7 reads freeze_config with dict.get and defaults freeze_vision_tower to "
+    "true, so it does not reject a (modality, role) section but misreads it: the vision tower is frozen "
+    "whatever the section says, and nothing else is"
+)
+"""The hazard of running a new-vocabulary section on a pre-0.7 release without the integration."""

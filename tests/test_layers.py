@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"resolver"}),
     frozenset({"freeze"}),
     frozenset({"snapshots", "migrate", "distributed", "explain", "guard"}),
-    frozenset({"cli", "__main__", FACADE}),
+    frozenset({"cli", "nemo", "__main__", FACADE}),
 )
 """Lowest first. An import may stay in its layer (siblings, as long as there is no cycle) or go down."""
 

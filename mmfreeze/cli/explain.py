@@ -69,6 +69,7 @@ def explain(
         _print_modules(explanation)
         _print_freezing(explanation["freezing"])
         _print_distributed(explanation["distributed"])
+        _print_native(explanation["nemo_automodel"])
     if check and explanation["distributed"]["verdict"] == "rejected":
         raise SystemExit(ExitCode.REJECTED)
 
@@ -145,6 +146,16 @@ def _print_distributed(plan: dict[str, Any]) -> None:
         out.print(f"batch contract: rank-uniform modalities {escape(uniform)} ({escape(contract['declared_by'])})")
     for note in plan["notes"]:
         out.print(f"note: {escape(note)}")
+
+
+def _print_native(native: dict[str, Any]) -> None:
+    keys = f" ({escape(', '.join(native['keys']))})" if native["keys"] else ""
+    out.print(f"[bold]nemo-automodel 0.7[/]: {native['verdict']}{keys}")
+    if native["verdict"] == "needs the integration":
+        out.print(f"train it with `mmfreeze train -- automodel RECIPE` or mmfreeze.nemo.install() "
+                  f"(nemo-automodel {', '.join(native['integration_releases'])})")
+    if native["hazard_before_0_7"]:
+        out.print(f"warning: {escape(native['hazard_before_0_7'])}; the integration refuses those releases")
 
 
 def _abbreviate(paths: list[str], keep: int = 6) -> str:

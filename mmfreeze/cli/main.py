@@ -15,6 +15,7 @@ COMMANDS = {
     "explain": "mmfreeze.cli.explain:explain",
     "migrate": "mmfreeze.cli.migrate:migrate",
     "snapshot": "mmfreeze.cli.snapshot:snapshot",
+    "train": "mmfreeze.cli.train:train",
 }
 
 

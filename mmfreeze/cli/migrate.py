@@ -12,7 +12,15 @@ from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write, wa
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.migrate.report import REPORT_FORMATS, FileResult, file_lines, render_json, render_markdown, summary_counts
+from mmfreeze.migrate.report import (
+    REPORT_FORMATS,
+    FileResult,
+    file_lines,
+    integration_summary,
+    render_json,
+    render_markdown,
+    summary_counts,
+)
 from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
@@ -102,3 +110,5 @@ def _print_report(results: list[FileResult], report_format: str, mode: str, *, w
                 console.print(f"  {escape(line)}")
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
     out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}")
+    if summary := integration_summary(results):
+        out.print(escape(summary))

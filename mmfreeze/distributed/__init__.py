@@ -13,51 +13,47 @@ Offline (`mmfreeze explain`): the same ``plan_multimodal_fsdp`` on a meta-device
 ``build_mesh_description(dp=..., tp=..., cp=...)``, then ``plan.describe()``.
 """
 
-from mmfreeze.distributed.apply import apply_multimodal_fsdp
-from mmfreeze.distributed.batch_contract import BatchContract
-from mmfreeze.distributed.config import (
-    FrameShardingConfig,
-    ModalityPolicy,
-    MultimodalDistributedConfig,
-    parse_multimodal_config,
-)
-from mmfreeze.distributed.dummy_forward import (
-    DUMMY_FORWARD_TABLE,
-    DummyForward,
-    get_dummy_forward,
-    get_executed_modalities,
-)
-from mmfreeze.distributed.dummy_hooks import apply_dummy_forward
-from mmfreeze.distributed.mesh import MeshDescription, build_mesh_description, get_mesh_description
-from mmfreeze.distributed.plan import (
-    DummyForwardDecision,
-    FsdpUnit,
-    ModulePlacement,
-    MultimodalFsdpPlan,
-    plan_multimodal_fsdp,
-)
-from mmfreeze.distributed.uniformity import apply_uniformity_check, check_rank_uniform_execution
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "DUMMY_FORWARD_TABLE",
-    "BatchContract",
-    "DummyForward",
-    "DummyForwardDecision",
-    "FrameShardingConfig",
-    "FsdpUnit",
-    "MeshDescription",
-    "ModalityPolicy",
-    "ModulePlacement",
-    "MultimodalDistributedConfig",
-    "MultimodalFsdpPlan",
-    "apply_dummy_forward",
-    "apply_multimodal_fsdp",
-    "apply_uniformity_check",
-    "build_mesh_description",
-    "check_rank_uniform_execution",
-    "get_dummy_forward",
-    "get_executed_modalities",
-    "get_mesh_description",
-    "parse_multimodal_config",
-    "plan_multimodal_fsdp",
-]
+from mmfreeze.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from mmfreeze.distributed.apply import apply_multimodal_fsdp
+    from mmfreeze.distributed.batch_contract import BatchContract
+    from mmfreeze.distributed.config import FrameShardingConfig, ModalityPolicy, MultimodalDistributedConfig, parse_multimodal_config
+    from mmfreeze.distributed.dummy_forward import DUMMY_FORWARD_TABLE, DummyForward, get_dummy_forward, get_executed_modalities
+    from mmfreeze.distributed.dummy_hooks import apply_dummy_forward
+    from mmfreeze.distributed.mesh import MeshDescription, build_mesh_description, get_mesh_description
+    from mmfreeze.distributed.native import NativeSupport, native_support
+    from mmfreeze.distributed.plan import DummyForwardDecision, FsdpUnit, ModulePlacement, MultimodalFsdpPlan, plan_multimodal_fsdp
+    from mmfreeze.distributed.uniformity import apply_uniformity_check, check_rank_uniform_execution
+
+# Imported on first use: the snapshot report reads `native_support` for every recipe, and must not
+# pay for the planner and the FSDP application it never uses.
+_EXPORTS = {
+    "BatchContract": "mmfreeze.distributed.batch_contract",
+    "DUMMY_FORWARD_TABLE": "mmfreeze.distributed.dummy_forward",
+    "DummyForward": "mmfreeze.distributed.dummy_forward",
+    "DummyForwardDecision": "mmfreeze.distributed.plan",
+    "FrameShardingConfig": "mmfreeze.distributed.config",
+    "FsdpUnit": "mmfreeze.distributed.plan",
+    "MeshDescription": "mmfreeze.distributed.mesh",
+    "ModalityPolicy": "mmfreeze.distributed.config",
+    "ModulePlacement": "mmfreeze.distributed.plan",
+    "MultimodalDistributedConfig": "mmfreeze.distributed.config",
+    "MultimodalFsdpPlan": "mmfreeze.distributed.plan",
+    "NativeSupport": "mmfreeze.distributed.native",
+    "apply_dummy_forward": "mmfreeze.distributed.dummy_hooks",
+    "apply_multimodal_fsdp": "mmfreeze.distributed.apply",
+    "apply_uniformity_check": "mmfreeze.distributed.uniformity",
+    "build_mesh_description": "mmfreeze.distributed.mesh",
+    "check_rank_uniform_execution": "mmfreeze.distributed.uniformity",
+    "get_dummy_forward": "mmfreeze.distributed.dummy_forward",
+    "get_executed_modalities": "mmfreeze.distributed.dummy_forward",
+    "get_mesh_description": "mmfreeze.distributed.mesh",
+    "native_support": "mmfreeze.distributed.native",
+    "parse_multimodal_config": "mmfreeze.distributed.config",
+    "plan_multimodal_fsdp": "mmfreeze.distributed.plan",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

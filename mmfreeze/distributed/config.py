@@ -29,7 +29,12 @@ class FrameShardingConfig:
     mesh_dims: tuple[str, ...] = ("cp",)
     """Mesh dimensions the frames are split over; only `[cp]` is supported (checked at setup)."""
     min_tokens: int = 2048
-    """Below this many encoder tokens the frames stay replicated."""
+    """Below this many encoder tokens the frames stay replicated, unless ``min_frames`` is reached."""
+    min_frames: int = 32
+    """This many independent frames select sharding even below ``min_tokens`` (nemo-automodel 0.7)."""
+    min_local_patch_rows: int = 96
+    """Each rank with real frames pads its shard with zero frames up to this many patch rows; 0 turns
+    padding off (nemo-automodel 0.7)."""
     cost_alpha: Literal["auto"] | int | None = "auto"
     """Cost-model weight for balancing frames across ranks: `auto`, an integer, or null (off)."""
 
@@ -71,7 +76,8 @@ class MultimodalDistributedConfig:
 _TOP_LEVEL_KEYS = ("frozen_sharding", "validate_rank_uniform_execution", "batch_contract")
 """``batch_contract`` is the data side's declaration (``batch_contract.py``), read there."""
 _MODALITY_KEYS = ("frozen_sharding", "frame_sharding", "run_dummy_forward")
-_FRAME_KEYS = ("enabled", "mesh_dims", "min_tokens", "cost_alpha")
+FRAME_SHARDING_KEYS = ("enabled", "mesh_dims", "min_tokens", "min_frames", "min_local_patch_rows", "cost_alpha")
+"""nemo-automodel 0.7's ``CpVisionFrameShardingConfig`` fields, with its defaults above."""
 
 
 def parse_multimodal_config(
@@ -125,7 +131,7 @@ def _parse_modality(value: Any, key: str, problems: list[str]) -> ModalityPolicy
 
 def _parse_frame_sharding(value: Any, key: str, problems: list[str]) -> FrameShardingConfig:
     section = _mapping(value, key, problems)
-    _reject_unknown(section, _FRAME_KEYS, key, problems)
+    _reject_unknown(section, FRAME_SHARDING_KEYS, key, problems)
     defaults = FrameShardingConfig()
     enabled = section.get("enabled", defaults.enabled)
     if not isinstance(enabled, bool):
@@ -135,15 +141,20 @@ def _parse_frame_sharding(value: Any, key: str, problems: list[str]) -> FrameSha
     if not isinstance(mesh_dims, (list, tuple)) or not all(isinstance(d, str) for d in mesh_dims):
         problems.append(f"{key}.mesh_dims: {mesh_dims!r} is not a list of mesh dimension names, e.g. [cp]")
         mesh_dims = defaults.mesh_dims
-    min_tokens = section.get("min_tokens", defaults.min_tokens)
-    if not _is_int(min_tokens) or min_tokens < 0:
-        problems.append(f"{key}.min_tokens: {min_tokens!r} is not a non-negative integer")
-        min_tokens = defaults.min_tokens
+    counts = {name: _count(section.get(name, getattr(defaults, name)), f"{key}.{name}", getattr(defaults, name), problems)
+              for name in ("min_tokens", "min_frames", "min_local_patch_rows")}
     cost_alpha = section.get("cost_alpha", defaults.cost_alpha)
-    if not (cost_alpha is None or cost_alpha == "auto" or _is_int(cost_alpha)):
-        problems.append(f"{key}.cost_alpha: {cost_alpha!r} is not one of auto, an integer, null")
+    if not (cost_alpha is None or cost_alpha == "auto" or (_is_int(cost_alpha) and cost_alpha >= 0)):
+        problems.append(f"{key}.cost_alpha: {cost_alpha!r} is not one of auto, a non-negative integer, null")
         cost_alpha = defaults.cost_alpha
-    return FrameShardingConfig(enabled=enabled, mesh_dims=tuple(mesh_dims), min_tokens=min_tokens, cost_alpha=cost_alpha)
+    return FrameShardingConfig(enabled=enabled, mesh_dims=tuple(mesh_dims), cost_alpha=cost_alpha, **counts)
+
+
+def _count(value: Any, key: str, default: int, problems: list[str]) -> int:
+    if _is_int(value) and value >= 0:
+        return value
+    problems.append(f"{key}: {value!r} is not a non-negative integer")
+    return default
 
 
 def _frozen_sharding(value: Any, key: str, problems: list[str]) -> FrozenSharding:

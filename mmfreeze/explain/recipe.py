@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
+from mmfreeze.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.overrides import override_specs
@@ -43,6 +45,19 @@ def explain_recipe(
         "distributed": explain_distributed(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
+        "nemo_automodel": explain_native(recipe, frozen.vocabulary),
+    }
+
+
+def explain_native(recipe: Recipe, vocabulary: str) -> dict[str, Any]:
+    """Whether nemo-automodel 0.7 runs the recipe as it is or needs ``mmfreeze.nemo``, and why."""
+    support = native_support(recipe.document)
+    needs = support.verdict == "needs the integration"
+    return {
+        "verdict": support.verdict,
+        "keys": list(support.keys),
+        "integration_releases": list(INTEGRATION_RELEASES),
+        "hazard_before_0_7": MISREAD_BEFORE_07 if needs and vocabulary == "new" else None,
     }
 
 

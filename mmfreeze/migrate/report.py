@@ -46,6 +46,8 @@ class FileResult:
     newly_trainable: tuple[ModuleGroup, ...] = ()
     findings: tuple[Finding, ...] = ()
     error: str | None = None
+    nemo_automodel: str = ""
+    """For a rewritten recipe: whether nemo-automodel 0.7 runs it natively or needs ``mmfreeze.nemo``."""
 
     @property
     def changed(self) -> bool:
@@ -63,7 +65,7 @@ class FileResult:
             "notes": list(self.notes),
             "newly_frozen": _groups_json(self.newly_frozen), "newly_trainable": _groups_json(self.newly_trainable),
             "findings": [{"line": f.line, "rule": f.rule, "message": f.message} for f in self.findings],
-            "error": self.error,
+            "error": self.error, "nemo_automodel": self.nemo_automodel,
         }
 
 
@@ -78,8 +80,20 @@ def summary_counts(results: Sequence[FileResult]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def integration_summary(results: Sequence[FileResult]) -> str:
+    """How many rewritten recipes need mmfreeze's integration to train with nemo-automodel 0.7."""
+    rewritten = [result.nemo_automodel for result in results if result.nemo_automodel]
+    if not rewritten:
+        return ""
+    needs = rewritten.count("needs the integration")
+    return (f"{needs} of {len(rewritten)} rewritten recipes need mmfreeze's integration to train with "
+            f"nemo-automodel 0.7 (`mmfreeze train -- automodel RECIPE` or `mmfreeze.nemo.install()`); "
+            f"{rewritten.count('native')} run natively")
+
+
 def render_json(results: Sequence[FileResult], *, mode: str) -> str:
     return json.dumps({"format": 1, "mode": mode, "summary": summary_counts(results),
+                       "integration": integration_summary(results),
                        "files": [r.to_json() for r in results]}, indent=2, sort_keys=False)
 
 
@@ -101,7 +115,8 @@ def render_markdown(results: Sequence[FileResult], *, mode: str, limit: int | No
     """A pull-request comment: counts and one table row per file, then each file's details while
     they fit in ``limit`` characters (``None``: the whole report, for ``--report-file``)."""
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
-    head = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", "| file | status | rules |", "|---|---|---|"]
+    integration = [integration_summary(results), ""] if integration_summary(results) else []
+    head = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", *integration, "| file | status | rules |", "|---|---|---|"]
     head.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in results)
     if any(r.rules and any(rule.startswith("MF1") for rule in r.rules) or r.findings for r in results):
         head += ["", f"> {PYTHON_NOTE}."]

@@ -8,6 +8,7 @@ either rewritten correctly or reported and left alone.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
+from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError
 from mmfreeze.freeze.engine import trained_structure
 from mmfreeze.freeze.targets import FreezeTargets
@@ -54,7 +56,10 @@ def migrate_yaml(
         _verify(document, new_text, migration, rules, source=display)
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
-    return _result(display, text, new_text, rules, document, migration, targets)
+    result = _result(display, text, new_text, rules, document, migration, targets)
+    if not result.changed:
+        return result
+    return replace(result, nemo_automodel=native_support(YAML(typ="safe", pure=True).load(new_text)).verdict)
 
 
 def _plan(

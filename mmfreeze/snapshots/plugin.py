@@ -27,6 +27,7 @@ from syrupy.location import PyTestLocation
 
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SettingsError, SnapshotError
 from mmfreeze.disk_cache import cache_directory
+from mmfreeze.distributed.native import native_support
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import missing_configs_summary
 from mmfreeze.models.framework import BuilderChoice, choose_builder
@@ -230,22 +231,23 @@ class RecipeItem(pytest.Item):
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
         stored = execution.recalled_data
+        native = native_support(computed.recipe.document).describe()
         if stored is None:
-            return self._build("written" if execution.success else "missing")
+            return self._build("written" if execution.success else "missing", nemo_automodel=native)
         if execution.success and not execution.updated:
-            return self._build("passed")
+            return self._build("passed", nemo_automodel=native)
         status = "updated" if execution.success else "changed"
         try:
             old = parse_snapshot(stored, source=_relative(self.snapshot_path, self.root))
         except SnapshotError as error:
-            return self._build(status, message=str(error))
+            return self._build(status, message=str(error), nemo_automodel=native)
         structure = computed.trained_structure()
         change = diff_snapshots(
             old, computed.snapshot,
             numel_of={info.name: info.numel for info in structure.parameters},
             group_of=grouper(structure),
         )
-        return self._build(status, change=change)
+        return self._build(status, change=change, nemo_automodel=native)
 
     def _input_error(self, error: MmfreezeError) -> str:
         """The report's message; a model id without a config is listed once for the whole run

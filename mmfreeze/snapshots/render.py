@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 
+from mmfreeze.distributed.native import NATIVE_VERDICTS
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
@@ -36,13 +37,25 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
     yield from _text_groups("newly trainable", change.newly_trainable)
 
 
+def native_summary(outcomes: Sequence[RecipeOutcome]) -> str:
+    """One line: how many recipes nemo-automodel 0.7 runs natively and how many need ``mmfreeze.nemo``."""
+    verdicts = [outcome.nemo_automodel.split(" (")[0] for outcome in outcomes if outcome.nemo_automodel]
+    if not verdicts:
+        return ""
+    counts = ", ".join(f"{v} {verdicts.count(v)}" for v in NATIVE_VERDICTS if v in verdicts)
+    return f"nemo-automodel 0.7: {counts} (mmfreeze train / mmfreeze.nemo.install())"
+
+
 def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
-    """Every outcome but ``passed``, then orphans; the caller prints it without markup."""
+    """Every outcome but ``passed``, then orphans, then how the framework runs the recipes; the
+    caller prints it without markup."""
     lines: list[str] = []
     for outcome in outcomes:
         if outcome.status == "passed":
             continue
         lines.append(f"{outcome.recipe}: {STATUS_TITLES[outcome.status]} ({outcome.snapshot})")
+        if outcome.nemo_automodel:
+            lines.append(f"  nemo-automodel 0.7: {outcome.nemo_automodel}")
         if outcome.message:
             lines.append(f"  {outcome.message}")
         if outcome.change is not None:
@@ -50,12 +63,15 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
     for orphan in orphans:
         verb = "deleted" if orphan.deleted else "orphaned"
         lines.append(f"{orphan.snapshot}: {verb} snapshot (recipe {orphan.recipe} is gone)")
+    if summary := native_summary(outcomes):
+        lines.append(summary)
     return "\n".join(lines)
 
 
 def render_json(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
     counts = {status: sum(o.status == status for o in outcomes) for status in STATUS_TITLES}
     counts["orphaned"] = len(orphans)
+    counts["nemo_automodel"] = {v: sum(o.nemo_automodel.split(" (")[0] == v for o in outcomes) for v in NATIVE_VERDICTS}
     payload = {
         "summary": counts,
         "recipes": [asdict(outcome) for outcome in outcomes],
@@ -74,7 +90,8 @@ def _md_summary_row(outcome: RecipeOutcome) -> str:
     change = outcome.change
     frozen = describe_total(change.newly_frozen) if change else ""
     trainable = describe_total(change.newly_trainable) if change else ""
-    return f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} |"
+    return (f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} "
+            f"| {html.escape(outcome.nemo_automodel)} |")
 
 
 def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
@@ -113,12 +130,14 @@ def render_markdown(
     ``limit`` characters (``None``: the whole report, for ``--report-file``)."""
     shown = [outcome for outcome in outcomes if outcome.status != "passed"]
     lines = ["### mmfreeze: frozen-parameter changes", ""]
+    native = [f"{summary}\n"] if (summary := native_summary(outcomes)) else []
     if not shown and not orphans:
-        return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", ""])
-    lines += ["| recipe | status | newly frozen | newly trainable |", "|---|---|---|---|"]
+        return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", "", *native])
+    lines += ["| recipe | status | newly frozen | newly trainable | nemo-automodel 0.7 |", "|---|---|---|---|---|"]
     lines += [_md_summary_row(outcome) for outcome in shown]
-    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot | | |" for o in orphans]
+    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot | | | |" for o in orphans]
     lines.append(f"\n{len(outcomes) - len(shown)} other recipes unchanged.\n")
+    lines += native
     details = ["\n".join(_md_details(outcome)) for outcome in shown]
     if limit is None:
         return "\n".join([*lines, *details])

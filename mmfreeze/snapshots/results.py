@@ -22,6 +22,9 @@ class RecipeOutcome:
     """Why: the input error, or why no detailed change could be computed."""
     change: RecipeChange | None = None
     """For ``changed`` and ``updated``: what moved."""
+    nemo_automodel: str = ""
+    """Whether nemo-automodel 0.7 runs the recipe natively or needs ``mmfreeze.nemo``, and which keys
+    decide it (:func:`mmfreeze.distributed.native.native_support`); empty when the recipe could not be read."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,8 @@ def test_full_section_parses_every_field():
             "frozen_sharding": "replicate",
             "validate_rank_uniform_execution": 50,
             "vision": {
-                "frame_sharding": {"enabled": True, "mesh_dims": ["cp"], "min_tokens": 4096, "cost_alpha": 3},
+                "frame_sharding": {"enabled": True, "mesh_dims": ["cp"], "min_tokens": 4096, "min_frames": 8,
+                                   "min_local_patch_rows": 0, "cost_alpha": 3},
                 "run_dummy_forward": False,
             },
             "audio": {"frozen_sharding": "per_layer", "run_dummy_forward": True},
@@ -34,7 +35,7 @@ def test_full_section_parses_every_field():
     )
     assert config.validate_rank_uniform_execution == 50
     assert config.policy_for("vision").frame_sharding == FrameShardingConfig(
-        enabled=True, mesh_dims=("cp",), min_tokens=4096, cost_alpha=3
+        enabled=True, mesh_dims=("cp",), min_tokens=4096, min_frames=8, min_local_patch_rows=0, cost_alpha=3
     )
     assert config.frozen_sharding_for("vision") == "replicate"
     assert config.frozen_sharding_for("audio") == "per_layer"
@@ -60,7 +61,10 @@ def test_uniformity_check_values(value):
         ({"vision": {"frame_sharding": {"enabled": "on"}}}, "vision.frame_sharding.enabled: 'on' is not true or false"),
         ({"vision": {"frame_sharding": {"mesh_dims": "cp"}}}, "mesh_dims: 'cp' is not a list of mesh dimension names"),
         ({"vision": {"frame_sharding": {"min_tokens": -1}}}, "min_tokens: -1 is not a non-negative integer"),
-        ({"vision": {"frame_sharding": {"cost_alpha": 0.5}}}, "cost_alpha: 0.5 is not one of auto, an integer, null"),
+        ({"vision": {"frame_sharding": {"min_frames": True}}}, "min_frames: True is not a non-negative integer"),
+        ({"vision": {"frame_sharding": {"min_local_patch_rows": -2}}}, "min_local_patch_rows: -2 is not a non-negative integer"),
+        ({"vision": {"frame_sharding": {"cost_alpha": -1}}}, "cost_alpha: -1 is not one of auto, a non-negative integer, null"),
+        ({"vision": {"frame_sharding": {"cost_alpha": 0.5}}}, "cost_alpha: 0.5 is not one of auto, a non-negative integer, null"),
         ({"vision": {"frame_sharding": {"axes": ["cp"]}}}, "frame_sharding.axes: unknown key 'axes'"),
         ({"vision": ["cp"]}, "distributed.multimodal.vision: expected a mapping, got list"),
     ],
@@ -76,3 +80,11 @@ def test_every_problem_is_reported_at_once():
     with pytest.raises(DistributedConfigError) as error:
         parse_multimodal_config({"frozen_sharding": "x", "video": {}, "vision": {"run_dummy_forward": "y"}}, known_modalities=KNOWN)
     assert str(error.value).count("\n  - ") == 3
+
+
+def test_frame_sharding_defaults_are_nemo_automodel_0_7s():
+    """min_frames and min_local_patch_rows exist in 0.7's CpVisionFrameShardingConfig with these
+    defaults (the framework environment checks them against the class itself)."""
+    config = parse_multimodal_config({"vision": {"frame_sharding": {"enabled": True}}}, known_modalities=KNOWN)
+    frame = config.policy_for("vision").frame_sharding
+    assert (frame.min_tokens, frame.min_frames, frame.min_local_patch_rows, frame.cost_alpha) == (2048, 32, 96, "auto")

@@ -1,0 +1,58 @@
+"""The guard where training starts: before the first optimizer step, on every rank.
+
+Every recipe builds its optimizers with ``OptimizerConfig.build(model, ...)`` (one per model part),
+after the model is built, parallelised and loaded. The integration arms each one with a step
+pre-hook that runs once: :func:`mmfreeze.verify_frozen_set` on the model with that optimizer. A
+mismatch raises out of ``optimizer.step()`` on every rank (the guard shares verdicts through the
+process group's store), so the run stops before any weight changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mmfreeze.exceptions import IntegrationError
+from mmfreeze.guard.verify import verify_frozen_set
+from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext
+
+logger = logging.getLogger(__name__)
+
+
+def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Callable[..., list[Any]]:
+    """``OptimizerConfig.build`` that arms every optimizer it returns with the guard."""
+
+    def build_with_guard(self: Any, model: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        optimizers = original(self, model, *args, **kwargs)
+        if not context.guard:
+            return optimizers
+        if context.recipe is None:
+            raise IntegrationError(
+                "the guard needs the recipe file to find its snapshot: mmfreeze.nemo.install(recipe=...), "
+                f"or launch with `mmfreeze train`; or turn it off with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`",
+                key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+        parts = list(getattr(model, "parts", [model]))
+        if len(parts) != 1:
+            raise IntegrationError(
+                f"the guard checks a whole model, and this run has {len(parts)} pipeline stages; turn it off "
+                f"with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`", source=context.source, key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+        for optimizer in optimizers:
+            arm_guard(optimizer, parts[0], context)
+        return optimizers
+
+    return build_with_guard
+
+
+def arm_guard(optimizer: Any, model: Any, context: RunContext) -> None:
+    """Run the guard once, just before ``optimizer``'s first step."""
+
+    def check_before_first_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        handle.remove()
+        verified = verify_frozen_set(model, context.recipe, optimizer=optimizer)
+        logger.info(
+            "mmfreeze guard: rank %s of %d: %s matches its snapshot (%d trainable, %d frozen tensors; optimizer %s)",
+            verified.rank if verified.rank is not None else 0, verified.world_size, verified.recipe,
+            verified.trainable_tensors, verified.frozen_tensors, "checked" if verified.optimizer_checked else "not checked")
+
+    handle = optimizer.register_step_pre_hook(check_before_first_step)
