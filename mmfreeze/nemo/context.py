@@ -18,6 +18,14 @@ SETTINGS_KEY = "mmfreeze"
 GUARD_KEY = "guard"
 
 
+@dataclass(frozen=True)
+class RecipeFile:
+    """A recipe file and how messages name it (what the guard takes as a recipe)."""
+
+    path: Path
+    display_path: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunContext:
     """The recipe a run trains, as the integration needs it."""
@@ -30,6 +38,10 @@ class RunContext:
     """The recipe's `multimodal.modules` overrides, which its sections may address."""
     guard: bool = True
     """Run the guard before the first optimizer step (``mmfreeze.guard`` in the recipe turns it off)."""
+
+    @property
+    def recipe_file(self) -> RecipeFile | None:
+        return RecipeFile(self.recipe, self.source) if self.recipe is not None else None
 
 
 def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunContext:

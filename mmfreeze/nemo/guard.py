@@ -9,15 +9,13 @@ process group's store), so the run stops before any weight changes.
 
 from __future__ import annotations
 
-import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.guard.verify import verify_frozen_set
 from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext
-
-logger = logging.getLogger(__name__)
 
 
 def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Callable[..., list[Any]]:
@@ -44,15 +42,23 @@ def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Calla
     return build_with_guard
 
 
+ARMED = "_mmfreeze_guard_armed"
+
+
 def arm_guard(optimizer: Any, model: Any, context: RunContext) -> None:
-    """Run the guard once, just before ``optimizer``'s first step."""
+    """Run the guard once, just before ``optimizer``'s first step (armed once per optimizer)."""
+    if getattr(optimizer, ARMED, False):
+        return
+    setattr(optimizer, ARMED, True)
 
     def check_before_first_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         handle.remove()
-        verified = verify_frozen_set(model, context.recipe, optimizer=optimizer)
-        logger.info(
-            "mmfreeze guard: rank %s of %d: %s matches its snapshot (%d trainable, %d frozen tensors; optimizer %s)",
-            verified.rank if verified.rank is not None else 0, verified.world_size, verified.recipe,
-            verified.trainable_tensors, verified.frozen_tensors, "checked" if verified.optimizer_checked else "not checked")
+        verified = verify_frozen_set(model, context.recipe_file, optimizer=optimizer)
+        # Written to stderr, not logged: nemo-automodel's RankFilter disables logging on every rank
+        # but 0 for the whole process, and each rank's verdict belongs in its own log.
+        print(
+            f"mmfreeze guard: rank {verified.rank or 0} of {verified.world_size}: {context.source} matches its "
+            f"snapshot ({verified.trainable_tensors} trainable, {verified.frozen_tensors} frozen tensors; optimizer "
+            f"{'checked' if verified.optimizer_checked else 'not checked'})", file=sys.stderr, flush=True)
 
     handle = optimizer.register_step_pre_hook(check_before_first_step)

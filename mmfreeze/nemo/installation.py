@@ -17,12 +17,14 @@ hook point                                      what mmfreeze does there
 ``_dist_utils.parse_distributed_section``       the framework's `distributed.multimodal` keys to the
                                                 framework, the additions to mmfreeze
 ``ModelParallelizer.parallelize``               applies the additions at the FSDP hook
-``OptimizerConfig.build``                       arms the guard before the first optimizer step
+``OptimizerConfig.build`` (and each            arms the guard before the first optimizer step
+override: Dion, factory)
 ==============================================  =====================================================
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,10 +61,15 @@ PARSE_DISTRIBUTED = HookPoint(module=DIST_UTILS, attribute="parse_distributed_se
 PARALLELIZE = HookPoint(module=PARALLELIZER, attribute="ModelParallelizer.parallelize",
                         why="mmfreeze's distributed additions act at its FSDP hook",
                         used_by=((PARALLELIZER, "ModelParallelizer._apply", "_apply_fsdp_sharding"),))
-BUILD_OPTIMIZER = HookPoint(module=OPTIMIZER, attribute="OptimizerConfig.build",
-                            why="the guard runs before each built optimizer's first step")
+OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", "_DionConfigBase", "OptimizerFromFactoryConfig")
+"""Every optimizer config class of 0.7.0 that defines its own ``build`` (the typed configs, the
+Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""
+BUILD_OPTIMIZER = tuple(
+    HookPoint(module=OPTIMIZER, attribute=f"{name}.build", why="the guard runs before each built optimizer's first step")
+    for name in OPTIMIZER_CONFIGS_WITH_BUILD
+)
 HOOK_POINTS = (PARSE_AT_RECIPE, PARSE_AT_BUILD, APPLY_IN_POLICY, APPLY_DIRECT, PARSE_DISTRIBUTED, PARALLELIZE,
-               BUILD_OPTIMIZER)
+               *BUILD_OPTIMIZER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +105,7 @@ def install(recipe: str | os.PathLike[str] | None = None, *, guard: bool | None 
     path = recipe if recipe is not None else os.environ.get(RECIPE_ENV) or None
     context = read_run_context(Path(path) if path is not None else None, guard=guard)
     installation: list[Installation] = []
+    _check_every_optimizer_build_is_hooked()
     patches = apply_patches(_replacements(context, installation))
     installation.append(Installation(release=release, context=context, patches=patches))
     return installation[0]
@@ -130,8 +138,28 @@ def _replacements(context: RunContext, installation: list[Installation]) -> list
         (APPLY_DIRECT, marked(lambda original: freeze.apply_hook(original, context))),
         (PARSE_DISTRIBUTED, marked(lambda original: distributed.parse_hook(original, context, additions))),
         (PARALLELIZE, marked(lambda original: distributed.parallelize_hook(original, context, additions))),
-        (BUILD_OPTIMIZER, marked(lambda original: guard.build_hook(original, context))),
+        *((point, marked(lambda original: guard.build_hook(original, context))) for point in BUILD_OPTIMIZER),
     ]
+
+
+def _check_every_optimizer_build_is_hooked() -> None:
+    """An optimizer config class with a ``build`` of its own that the guard does not arm would
+    train unguarded: refuse to install instead."""
+    try:
+        module = importlib.import_module(OPTIMIZER)
+    except ImportError:
+        return  # apply_patches reports the module itself
+    pending, seen = [module.OptimizerConfig], []
+    while pending:
+        cls = pending.pop()
+        seen.append(cls)
+        pending.extend(cls.__subclasses__())
+    unhooked = sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in seen
+                      if "build" in vars(cls) and cls.__qualname__ not in OPTIMIZER_CONFIGS_WITH_BUILD)
+    if unhooked:
+        raise IntegrationError(
+            f"optimizer configs with a build() the guard cannot arm: {', '.join(unhooked)}; nothing was patched",
+            key="mmfreeze.nemo")
 
 
 def uninstall() -> None:

@@ -177,12 +177,20 @@ def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, s
 
 
 def _model_id(section: Mapping[str, Any], document: Mapping[str, Any], *, source: str) -> str:
+    """``model.pretrained_model_name_or_path``, or for a ``from_config`` recipe
+    ``model.config.pretrained_model_name_or_path``, where nemo-automodel reads it too
+    (``recipes/_typed_config.py``, ``_model_name_from_cfg``)."""
+    key = "model.pretrained_model_name_or_path"
     model_id = section.get("pretrained_model_name_or_path")
+    config = section.get("config")
+    if model_id is None and isinstance(config, Mapping) and "pretrained_model_name_or_path" in config:
+        key, model_id = "model.config.pretrained_model_name_or_path", config["pretrained_model_name_or_path"]
     if not isinstance(model_id, str) or not model_id.strip():
         raise RecipeError(
             "missing `pretrained_model_name_or_path` (a model id such as Qwen/Qwen2.5-VL-7B-Instruct "
-            "or a local directory holding config.json)",
+            "or a local directory holding config.json), under `model:` or, for a from_config recipe, "
+            "under `model.config:`",
             source=source,
-            key="model.pretrained_model_name_or_path",
+            key=key,
         )
-    return resolve_references(model_id, document, source=source, key="model.pretrained_model_name_or_path")
+    return resolve_references(model_id, document, source=source, key=key)

@@ -72,7 +72,7 @@ def framework_outcome(path: Path, builder: str) -> Outcome:
         if peft is not None:
             peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
             apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
-        parsed = model_utils.parse_freeze_config(_plain(document.get("freeze_config")))
+        parsed = model_utils.parse_freeze_config(plain(document.get("freeze_config")))
         infrastructure._apply_trainability_policy(
             model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
     except Exception as error:  # noqa: BLE001 - the framework's own rejection is the outcome
@@ -90,10 +90,10 @@ def mmfreeze_outcome(path: Path, builder: str) -> Outcome:
         name for info in result.structure.parameters if info.name not in result.frozen for name in info.names))
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """The section as the recipe hands it over (``ConfigNode.to_dict()``): plain dicts and lists."""
     if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: plain(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [plain(item) for item in value]
     return value

@@ -1,32 +1,25 @@
-"""Train a tiny VLM with nemo-automodel 0.7.0's own code on CPU: 2 ranks, gloo, FSDP2.
+"""Train a tiny VLM with nemo-automodel 0.7.0's own recipe class on CPU: 2 ranks, gloo, FSDP2.
 
-    python tests/nemo/train_worker.py RECIPE.yaml OUT.json [--steps N] [--path recipe|functions]
+    python tests/nemo/train_worker.py RECIPE.yaml OUT.json [--steps N] [--unfreeze PARAMETER]
 
 Without ``RANK`` in the environment this process is the launcher: it starts two ranks of itself
 (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE=2``, ``MASTER_ADDR=127.0.0.1``, ``MASTER_PORT``), waits up
 to ``TRAIN_WORKER_DEADLINE_S`` seconds (default 150), kills what is left, merges the ranks'
-results into OUT.json and prints a summary. With ``RANK`` set (this launcher, torchrun, or any
-launcher) the process is one rank: it runs :func:`build_and_train` and writes ``OUT.json.rank<R>.json``
-(merge them with :func:`merge_rank_results`).
+results into OUT.json and prints a summary (exit 0 only if both ranks finished without error).
+With ``RANK`` set (by that launcher, torchrun or any other) the process is one rank: it runs
+:func:`build_and_train` and writes ``OUT.json.rank<R>.json`` (:func:`merge_rank_results` merges them).
 
-:func:`build_and_train` is the only part that drives the framework; call ``mmfreeze.nemo.install()``
-before it to train with the plug-in installed. Two paths, both on the framework's own code:
+:func:`build_and_train` is the only part that drives the framework; install ``mmfreeze.nemo``
+before it (``mmfreeze train -- python tests/nemo/train_worker.py ...`` does, in every rank) to
+train with the integration. It runs ``FinetuneRecipeForVLM(cfg).setup()`` then
+``run_train_validation_loop()`` (``nemo_automodel/recipes/vlm/finetune.py``), with the recipe's
+dataset, processor and dataloader sections replaced by an in-memory synthetic dataset (the real
+ones download data and processors). ``--unfreeze PARAMETER`` makes one frozen parameter trainable
+on rank 0 after ``setup()``, before the first step: a model changed after setup.
 
-``recipe`` (default, the deepest one)
-    ``FinetuneRecipeForVLM(cfg).setup()`` then ``run_train_validation_loop()``
-    (``nemo_automodel/recipes/vlm/finetune.py``). The recipe's dataset, processor and dataloader
-    sections are replaced by an in-memory synthetic dataset (real ones download data and processors).
-``functions``
-    The functions ``setup()`` calls, in its order: ``initialize_distributed``,
-    ``create_distributed_setup_from_config``, ``cfg.loss_fn.build()``, ``cfg.peft.instantiate()``,
-    ``finetune.build_model`` (``NeMoAutoModelForImageTextToText.from_config`` with
-    ``freeze_config``/``peft_config``/``distributed_setup``), ``cfg.optimizer.build``,
-    ``shard_optimizers_for_megatron_fsdp``; then the non-PP body of ``_run_train_optim_step`` on
-    synthetic batches.
-
-Both run under :func:`cpu_substitutions`, which replaces three ``torch.cuda`` functions the
-framework calls unconditionally (see ``tests/nemo/HARNESS_NOTES.md``); nothing in the framework
-is edited.
+It runs under :func:`cpu_substitutions`, which replaces two ``torch.cuda`` functions the framework
+calls without checking for a GPU (``reset_peak_memory_stats``, ``current_device``; see there);
+nothing in the framework is edited.
 """
 
 from __future__ import annotations
@@ -141,12 +134,13 @@ def cpu_substitutions(log: list[dict[str, Any]]) -> Iterator[None]:
       (meta materialisation and ``model.to(device)``) and gets ``cpu``; every other caller gets
       ``0`` (``from_config`` builds ``torch.device("cuda", 0)`` for the pipeline builder, unused
       without PP).
-    * ``reset_peak_memory_stats``: no-op.  * ``max_memory_allocated``: ``0`` (a metric only).
+    * ``reset_peak_memory_stats``: a no-op (the real one raises without a GPU).
+    (``max_memory_allocated``, also called, returns 0 without a GPU and is left alone.)
     Each call is appended to ``log`` with its caller.
     """
     import torch
 
-    names = ("current_device", "reset_peak_memory_stats", "max_memory_allocated")
+    names = ("current_device", "reset_peak_memory_stats")
     saved = {name: getattr(torch.cuda, name) for name in names}
 
     def current_device():
@@ -158,13 +152,8 @@ def cpu_substitutions(log: list[dict[str, Any]]) -> Iterator[None]:
     def reset_peak_memory_stats(*_: Any, **__: Any) -> None:
         log.append({"call": "torch.cuda.reset_peak_memory_stats", "caller": _where(sys._getframe(1))})
 
-    def max_memory_allocated(*_: Any, **__: Any) -> int:
-        log.append({"call": "torch.cuda.max_memory_allocated", "caller": _where(sys._getframe(1))})
-        return 0
-
     torch.cuda.current_device = current_device
     torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
-    torch.cuda.max_memory_allocated = max_memory_allocated
     try:
         yield
     finally:
@@ -277,7 +266,7 @@ def load_recipe(recipe_path: str | Path, steps: int, *, scratch_dir: str) -> tup
     return ConfigNode(raw), spec
 
 
-def build_and_train(recipe_path: str | Path, steps: int = 2, *, path: str = "recipe") -> dict[str, Any]:
+def build_and_train(recipe_path: str | Path, steps: int = 2, *, unfreeze: str | None = None) -> dict[str, Any]:
     """Build, parallelise and train the recipe's model for ``steps`` optimizer steps on this rank.
 
     Expects ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT`` in the environment (the
@@ -285,7 +274,7 @@ def build_and_train(recipe_path: str | Path, steps: int = 2, *, path: str = "rec
     record; an exception is recorded (``error``, ``traceback``, ``stage``), never raised."""
     result: dict[str, Any] = {
         "rank": int(os.environ.get("RANK", "0")), "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-        "path": path, "steps": steps, "recipe": str(recipe_path), "stage": "import", "stages": {},
+        "steps": steps, "recipe": str(recipe_path), "stage": "import", "stages": {},
         "cuda_substitutions": [], "trainability_calls": [], "losses": [], "grad_norms": [],
         "error": None, "traceback": None,
     }
@@ -312,8 +301,7 @@ def build_and_train(recipe_path: str | Path, steps: int = 2, *, path: str = "rec
             stage("load_recipe")
             cfg, spec = load_recipe(recipe_path, steps, scratch_dir=scratch)
             result["batch_spec"] = spec
-            run = _run_recipe if path == "recipe" else _run_functions
-            run(cfg, spec, steps, result, stage)
+            _run_recipe(cfg, steps, result, stage, unfreeze=unfreeze)
         stage("done")
     except Exception as error:  # recorded for the caller, who asserts on it
         result["error"] = f"{type(error).__name__}: {error}"
@@ -362,7 +350,7 @@ def _digest(tensor) -> str:
     return hashlib.sha1(tensor.detach().to(torch.float64).contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
-def _run_recipe(cfg, spec, steps: int, result: dict[str, Any], stage: Callable[[str], None]) -> None:
+def _run_recipe(cfg, steps: int, result: dict[str, Any], stage: Callable[[str], None], *, unfreeze: str | None) -> None:
     """The recipe class itself: ``setup()`` and ``run_train_validation_loop()``."""
     from nemo_automodel.recipes.vlm.finetune import FinetuneRecipeForVLM
 
@@ -372,6 +360,8 @@ def _run_recipe(cfg, spec, steps: int, result: dict[str, Any], stage: Callable[[
     model = recipe.model_parts[0]
     stage("snapshot_before")
     before = _record_after_setup(model, recipe.optimizer, result, recipe.distributed_setup)
+    if unfreeze is not None and result["rank"] == 0:
+        dict(model.named_parameters())[unfreeze].requires_grad_(True)
 
     step = recipe._run_train_optim_step
 
@@ -384,104 +374,6 @@ def _run_recipe(cfg, spec, steps: int, result: dict[str, Any], stage: Callable[[
     recipe._run_train_optim_step = recorded_step
     stage("recipe.run_train_validation_loop")
     recipe.run_train_validation_loop()
-    stage("snapshot_after")
-    _record_after_training(model, before, result)
-
-
-def _run_functions(cfg, spec, steps: int, result: dict[str, Any], stage: Callable[[str], None]) -> None:
-    """``FinetuneRecipeForVLM.setup()``'s calls in its order, then its non-PP training step."""
-    import torch
-    import torch.distributed as dist
-    from nemo_automodel._transformers.utils import apply_cache_compatibility_patches
-    from nemo_automodel.components.distributed.init_utils import initialize_distributed
-    from nemo_automodel.components.distributed.mesh_utils import get_flat_mesh
-    from nemo_automodel.components.distributed.tp_replicas import synchronize_tp_replica_gradients
-    from nemo_automodel.components.distributed.utils import get_sync_ctx
-    from nemo_automodel.components.loss.masked_ce import MaskedCrossEntropy
-    from nemo_automodel.components.loss.utils import _count_label_tokens, _get_loss_ignore_index, calculate_loss
-    from nemo_automodel.components.training.model_output_utils import get_final_hidden_states
-    from nemo_automodel.components.training.rng import StatefulRNG
-    from nemo_automodel.components.training.utils import (
-        get_expert_tp_replication_factor,
-        prepare_after_first_microbatch,
-        prepare_for_final_backward,
-        prepare_for_grad_accumulation,
-        scale_grads_and_clip_grad_norm,
-    )
-    from nemo_automodel.components.utils.model_utils import _supports_logits_to_keep, filter_forward_kwargs
-    from nemo_automodel.recipes._dist_utils import create_distributed_setup_from_config, shard_optimizers_for_megatron_fsdp
-    from nemo_automodel.recipes._typed_config import RecipeConfig
-    from nemo_automodel.recipes.vlm import finetune
-    from nemo_automodel.shared.te_patches import apply_te_patches
-
-    cfg = RecipeConfig(cfg)
-    stage("initialize_distributed")
-    dist_env = initialize_distributed(backend=cfg.get("dist_env", {}).get("backend", "nccl"),
-                                      timeout_minutes=cfg.get("dist_env", {}).get("timeout_minutes", 1))
-    apply_cache_compatibility_patches()
-    StatefulRNG(seed=cfg.get("seed", 42), ranked=True)
-    stage("create_distributed_setup_from_config")
-    distributed_setup = create_distributed_setup_from_config(cfg, world_size=dist_env.world_size)
-    device_mesh = distributed_setup.mesh_context.device_mesh
-    loss_fn = cfg.loss_fn.build()
-    peft_config = cfg.peft.instantiate() if cfg.get("peft", None) is not None else None
-    max_grad_norm = float(cfg.get("clip_grad_norm.max_norm", 1.0) or 1.0)
-    stage("build_model")
-    model = finetune.build_model(
-        cfg.model, cfg.get("freeze_config", None), peft_config, seed=cfg.get("seed", 42),
-        cfg_fp8=cfg.get("fp8", None), cfg_compile=cfg.get("compile", None),
-        distributed_setup=distributed_setup, cfg_quantization=cfg.get("quantization", None),
-    )
-    apply_te_patches()
-    stage("optimizer.build")
-    optimizers = cfg.optimizer.build(model, device_mesh=device_mesh, is_peft=peft_config is not None)
-    optimizers = shard_optimizers_for_megatron_fsdp(
-        model, optimizers, distributed_setup.strategy_config,
-        allow=getattr(cfg.optimizer, "supports_megatron_fsdp_sharding", True))
-    if not _supports_logits_to_keep(model) and not isinstance(loss_fn, MaskedCrossEntropy):
-        loss_fn = MaskedCrossEntropy(ignore_index=_get_loss_ignore_index(loss_fn),
-                                     reduction=getattr(loss_fn, "reduction", "sum"))
-    stage("snapshot_before")
-    before = _record_after_setup(model, optimizers, result, distributed_setup)
-
-    stage("train")
-    dp_mesh = get_flat_mesh(device_mesh, "dp")
-    dp_group = dp_mesh.get_group() if dp_mesh.size() > 1 else None
-    dp_size = dp_mesh.size()
-    local_batch = cfg.get("step_scheduler.local_batch_size", 2)
-    ignore_index = _get_loss_ignore_index(loss_fn)
-    model.train()
-    for step in range(steps):
-        first = (step * dp_size + dp_mesh.get_local_rank()) * local_batch
-        batch = synthetic_collate([synthetic_example(spec, i) for i in range(first, first + local_batch)], spec=spec)
-        num_label_tokens = torch.tensor(_count_label_tokens(batch["labels"], ignore_index), dtype=torch.long)
-        dist.all_reduce(num_label_tokens, group=dp_group)
-        num_label_tokens = num_label_tokens.item()
-        prepare_for_grad_accumulation([model], pp_enabled=False)
-        prepare_for_final_backward([model], pp_enabled=False)
-        labels = batch.pop("labels")
-        sync = get_sync_ctx(model, True, defer_fsdp_grad_sync=getattr(
-            distributed_setup.strategy_config, "defer_fsdp_grad_sync", True))
-        with sync:
-            out = model(**filter_forward_kwargs(model, batch))
-            local_loss = calculate_loss(loss_fn, logits=out.logits, labels=labels, model=model,
-                                        hidden_states=get_final_hidden_states(out), num_label_tokens=num_label_tokens)
-            (local_loss * dp_size).backward()
-        prepare_after_first_microbatch()
-        synchronize_tp_replica_gradients([model], device_mesh)
-        grad_norm = scale_grads_and_clip_grad_norm(
-            max_grad_norm, [model], norm_type=2.0, pp_enabled=False, device_mesh=device_mesh, moe_mesh=None,
-            ep_axis_name=None, pp_axis_name=None, foreach=True, num_label_tokens=num_label_tokens,
-            dp_group_size=dp_size, expert_tp_replication_factor=get_expert_tp_replication_factor([model], device_mesh),
-            grad_norm_backend=cfg.get("clip_grad_norm.backend", "triton"),
-        )
-        for optimizer in optimizers:
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-        reported = local_loss.detach().clone()
-        dist.all_reduce(reported, group=dp_group)
-        result["losses"].append(float(reported.item()))
-        result["grad_norms"].append(float(grad_norm))
     stage("snapshot_after")
     _record_after_training(model, before, result)
 
@@ -560,8 +452,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float) -> dict[str, Any]:
-    """Start ``WORLD`` ranks of this script, wait up to ``deadline_s``, kill what is left, merge."""
+def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script: str | Path = __file__) -> dict[str, Any]:
+    """Start ``WORLD`` ranks of ``script`` (``script RECIPE OUT *extra`` with the rank's env), wait up to
+    ``deadline_s``, kill what is left, merge their ``OUT.rank<R>.json`` into ``OUT``.
+
+    ``script`` may be another rank script (e.g. one that calls ``mmfreeze.nemo.install()`` and then
+    :func:`build_and_train`), as long as it writes :func:`rank_result_path`."""
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
@@ -573,7 +469,7 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float) -> dic
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         rank_result_path(out, rank).unlink(missing_ok=True)
         log = Path(f"{out}.rank{rank}.log").open("w")
-        procs.append(subprocess.Popen([sys.executable, __file__, recipe, out, *extra],
+        procs.append(subprocess.Popen([sys.executable, str(script), recipe, out, *extra],
                                       stdout=log, stderr=subprocess.STDOUT, env=env))
     killed = []
     for rank, proc in enumerate(procs):
@@ -589,30 +485,28 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float) -> dic
     return merge_rank_results(out, WORLD, launcher)
 
 
-def _options(argv: list[str]) -> tuple[int, str]:
-    steps, path = 2, "recipe"
+def _options(argv: list[str]) -> tuple[int, str | None]:
+    steps, unfreeze = 2, None
     for flag, value in zip(argv[::2], argv[1::2]):
         if flag == "--steps":
             steps = int(value)
-        elif flag == "--path":
-            path = value
+        elif flag == "--unfreeze":
+            unfreeze = value
         else:
             raise SystemExit(f"unknown option {flag}")
-    if path not in ("recipe", "functions"):
-        raise SystemExit("--path is recipe or functions")
-    return steps, path
+    return steps, unfreeze
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         raise SystemExit(__doc__)
     recipe, out, extra = argv[0], argv[1], argv[2:]
-    steps, path = _options(extra)
+    steps, unfreeze = _options(extra)
     if "RANK" not in os.environ:
         merged = launch(recipe, out, extra, deadline_s=float(os.environ.get("TRAIN_WORKER_DEADLINE_S", "150")))
         print(json.dumps({k: merged[k] for k in ("summary", "across_ranks", "launcher")}, indent=1))
         return 0 if all(not s["error"] for s in merged["summary"].values()) and not merged["launcher"]["killed"] else 1
-    result = build_and_train(recipe, steps, path=path)
+    result = build_and_train(recipe, steps, unfreeze=unfreeze)
     rank_result_path(out, result["rank"]).write_text(json.dumps(result, indent=1, sort_keys=True))
     return 0 if result["error"] is None else 1
 

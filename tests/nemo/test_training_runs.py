@@ -1,0 +1,125 @@
+"""Issue #21: migrate, snapshot, then train with nemo-automodel's own recipe class, guarded.
+
+A tiny LLaVA recipe in the legacy vocabulary (``recipes/tiny_llava_legacy.yaml``) is copied into
+a repository, migrated by `mmfreeze migrate` (it then needs the integration: nemo-automodel 0.7.0
+alone rejects it), snapshotted by `mmfreeze snapshot --update`, and trained by
+``FinetuneRecipeForVLM`` on CPU, 2 ranks on gloo, FSDP2, the framework's AdamW, 2 steps, launched
+with ``mmfreeze train -- python train_worker.py ...``. The worker replaces two ``torch.cuda``
+calls the recipe makes without checking for a GPU and the dataset/processor (they download), and
+nothing else (``train_worker.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from mmfreeze.cli.main import cli
+from tests.nemo.framework_env import requires_framework
+
+pytestmark = [pytest.mark.framework, pytest.mark.slow, requires_framework]
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "train_worker.py"
+RECIPE = Path("recipes/tiny_llava.yaml")
+VISION_TOWER = "model.vision_tower."
+GUARD_LINE = "mmfreeze guard: rank {rank} of 2: recipes/tiny_llava.yaml matches its snapshot"
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    result: dict[str, Any]
+    logs: dict[int, str]
+
+    def rank(self, rank: int) -> dict[str, Any]:
+        return self.result["ranks"][str(rank)]
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A team repository holding the migrated, snapshotted recipe."""
+    root = tmp_path_factory.mktemp("team")
+    (root / "pyproject.toml").write_text('[tool.mmfreeze]\nsnapshots = "snapshots"\n')
+    template = (HERE / "recipes" / "tiny_llava_legacy.yaml").read_text()
+    (root / RECIPE).parent.mkdir()
+    (root / RECIPE).write_text(template.replace("MODEL_DIR", str(HERE / "models" / "tiny-llava")))
+    previous = Path.cwd()
+    os.chdir(root)
+    try:
+        migrated = CliRunner().invoke(cli, ["migrate", "recipes"])
+        assert migrated.exit_code == 0, migrated.output
+        snapshotted = CliRunner().invoke(cli, ["snapshot", "--update", "recipes"])
+        assert snapshotted.exit_code == 0, snapshotted.output
+    finally:
+        os.chdir(previous)
+    return root
+
+
+def train(repository: Path, tmp_path: Path, *extra: str) -> Run:
+    out = tmp_path / "run.json"
+    command = [sys.executable, "-m", "mmfreeze", "train", "--",
+               sys.executable, str(WORKER), str(RECIPE), str(out), *extra]
+    environment = {**os.environ, "PYTHONPATH": str(HERE.parents[1]), "TRAIN_WORKER_DEADLINE_S": "240"}
+    completed = subprocess.run(command, cwd=repository, env=environment, capture_output=True, text=True, timeout=400)
+    assert out.exists(), completed.stdout + completed.stderr
+    logs = {rank: Path(f"{out}.rank{rank}.log").read_text() for rank in range(2)}
+    return Run(code=completed.returncode, result=json.loads(out.read_text()), logs=logs)
+
+
+def test_the_migrated_recipe_needs_the_integration(repository: Path) -> None:
+    from mmfreeze.distributed.native import native_support
+    from mmfreeze.recipes.recipe import read_yaml
+
+    document = read_yaml(repository / RECIPE)
+    assert document["freeze_config"] == {"vision": {"tower": True, "projector": False}, "language_model": False}
+    assert native_support(document).keys == (
+        "freeze_config.vision", "freeze_config.language_model", "distributed.multimodal.vision.frozen_sharding")
+
+
+def test_a_migrated_recipe_trains_through_the_framework_with_the_guard_and_its_additions(
+    repository: Path, tmp_path: Path
+) -> None:
+    run = train(repository, tmp_path)
+    assert run.code == 0, run.logs
+    for rank in (0, 1):
+        record = run.rank(rank)
+        assert record["error"] is None, record["traceback"]
+        params = record["params"]
+        frozen = [name for name, p in params.items() if not p["requires_grad"]]
+        trainable = [name for name, p in params.items() if p["requires_grad"]]
+        # the snapshot's set: the vision tower frozen, everything else trains
+        assert frozen and all(name.startswith(VISION_TOWER) for name in frozen)
+        assert not any(name.startswith(VISION_TOWER) for name in trainable)
+        assert all(params[name]["unchanged"] for name in frozen)
+        assert not any(params[name]["unchanged"] for name in trainable)
+        assert not any(params[name]["in_optimizer"] for name in frozen)
+        # every point where the framework applied its policy left the same trainable count
+        policy = [call for call in record["trainability_calls"] if call["call"] == "_apply_trainability_policy"]
+        assert [call["strict"] for call in policy] == [True, False, False]
+        assert {call["trainable_after"] for call in policy} == {len(trainable)}
+        # the addition: frozen_sharding replicate for vision (0.7's own key says root: DTensors)
+        assert {params[name]["kind"] for name in frozen} == {"Tensor"}
+        assert {params[name]["kind"] for name in trainable} == {"DTensor"}
+        assert GUARD_LINE.format(rank=rank) in run.logs[rank]
+        assert len(record["losses"]) == 2
+
+
+def test_the_guard_stops_a_run_whose_model_changed_after_setup_on_both_ranks(repository: Path, tmp_path: Path) -> None:
+    run = train(repository, tmp_path, "--unfreeze", "model.vision_tower.post_layernorm.weight")
+    assert run.code != 0
+    for rank in (0, 1):
+        record = run.rank(rank)
+        assert record["error"].startswith("FrozenSetMismatchError"), record["error"]
+        assert record["losses"] == []  # stopped before the first optimizer step
+        assert record["error"].startswith(f"FrozenSetMismatchError: {RECIPE}: ")
+        assert "model.vision_tower.post_layernorm.weight" in record["error"]
+        assert "ranks that disagree: 0" in record["error"]
