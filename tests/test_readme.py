@@ -47,3 +47,21 @@ def test_the_framework_environment_installs_the_same_nemo_automodel_with_its_dep
     assert "set -euo pipefail" in text
     assert "nemo-automodel==0.7.0" in text and "--no-deps" not in text
     assert "pip\" check" in text
+
+
+def test_the_readme_and_the_training_page_give_the_corpus_native_counts() -> None:
+    """The counts of bundled recipes nemo-automodel 0.7 runs natively and of those that need the
+    integration, computed from the corpus (the verdict itself is checked against the framework's
+    parsers in tests/nemo/test_native_verdict.py)."""
+    from mmfreeze.distributed.native import native_support
+    from mmfreeze.recipes.discovery import find_recipes
+    from mmfreeze.recipes.recipe import read_yaml
+    from tests.conftest import EXAMPLE_CONFIGS
+
+    verdicts = [native_support(read_yaml(path)).verdict for path in find_recipes([EXAMPLE_CONFIGS])]
+    needs, native = verdicts.count("needs the integration"), verdicts.count("native")
+    assert needs + native == len(verdicts)
+    readme = (REPO_ROOT / "README.md").read_text()
+    page = (REPO_ROOT / "docs" / "training-with-nemo-automodel.md").read_text()
+    assert f"Of the {len(verdicts)} bundled recipes, **{needs} need the integration and {native} run\nnatively**" in readme
+    assert f"Of the {len(verdicts)}\nbundled recipes, {needs} need the integration and {native} run natively" in page

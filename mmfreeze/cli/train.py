@@ -25,10 +25,8 @@ TRAIN_EPILOG = (
 def train(no_guard: bool, command: tuple[str, ...]) -> None:
     """Train with nemo-automodel's own command line, mmfreeze's integration installed."""
     from mmfreeze.nemo.launch import run_with_integration
-    from mmfreeze.nemo.release import check_supported_release
 
     try:
-        check_supported_release()
         code = run_with_integration(command, guard=False if no_guard else None)
     except MmfreezeError as error:
         report_error(error)

@@ -47,7 +47,7 @@ class RunContext:
 def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunContext:
     """The context of a run of ``recipe``; ``guard`` (when not ``None``) wins over the recipe's key."""
     if recipe is None:
-        return RunContext(guard=bool(guard))
+        return RunContext(guard=guard is not False)
     shown = display_path(recipe)
     document = read_yaml(recipe, shown=shown)
     if not isinstance(document, Mapping):

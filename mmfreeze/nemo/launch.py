@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmfreeze.exceptions import IntegrationError
-from mmfreeze.nemo.installation import RECIPE_ENV
+from mmfreeze.exceptions import IntegrationError, MmfreezeError
+from mmfreeze.nemo.installation import RECIPE_ENV, install
 
 ACTIVATION_DIR = Path(__file__).resolve().parent / "activation"
 ACTIVATE_ENV = "MMFREEZE_NEMO_INSTALL"
@@ -26,10 +27,10 @@ RECIPE_SUFFIXES = (".yaml", ".yml")
 
 
 def find_recipe(command: Sequence[str]) -> Path:
-    """The recipe file the framework's command line trains: the value of ``-c``/``--config``, else
-    the first argument naming an existing YAML file."""
+    """The recipe file the framework's command line trains: a YAML value of ``-c``/``--config``, else
+    the first argument naming an existing YAML file (``python -c CODE`` is not a recipe)."""
     for flag, value in zip(command, command[1:]):
-        if flag in CONFIG_FLAGS:
+        if flag in CONFIG_FLAGS and value.endswith(RECIPE_SUFFIXES):
             return _existing(Path(value), flag)
     for argument in command:
         value = argument.split("=", 1)[1] if argument.startswith(tuple(f"{f}=" for f in CONFIG_FLAGS)) else argument
@@ -56,10 +57,14 @@ def activation_environment(recipe: Path, *, guard: bool | None, environ: Mapping
 
 
 def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
-    """Run ``command`` (the framework's launcher) with the integration installed; its exit code."""
+    """Run ``command`` (the framework's launcher) with the integration installed; its exit code.
+
+    The integration is installed (and removed) here first, so an unsupported release, a missing
+    hook point or a bad recipe key fails before any process starts."""
     if not command:
         raise IntegrationError("no command to run: `mmfreeze train -- automodel recipe.yaml`", key="train")
     recipe = find_recipe(command)
+    install(recipe, guard=guard).uninstall()
     try:
         return subprocess.run(list(command), env=activation_environment(recipe, guard=guard), check=False).returncode
     except FileNotFoundError as error:
@@ -67,9 +72,15 @@ def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
 
 
 def activate_from_environment(environ: Mapping[str, str] = os.environ) -> None:
-    """What the activation ``sitecustomize`` runs: ``install()`` when the launch asked for it."""
+    """What the activation ``sitecustomize`` runs: ``install()`` when the launch asked for it.
+
+    A process that cannot install exits at once (code 3) with the reason: Python reports an
+    exception in ``sitecustomize`` and carries on, which would train without the integration, and
+    ``SystemExit`` there is a fatal interpreter error with a traceback."""
     if environ.get(ACTIVATE_ENV) != "1":
         return
-    from mmfreeze.nemo.installation import install
-
-    install(guard=False if environ.get(GUARD_ENV) == "0" else None)
+    try:
+        install(guard=False if environ.get(GUARD_ENV) == "0" else None)
+    except MmfreezeError as error:
+        print(f"mmfreeze train: {error}", file=sys.stderr, flush=True)
+        os._exit(3)

@@ -41,3 +41,14 @@ def test_recipe_explains_as_a_real_meta_built_model(recipe_path: Path) -> None:
     architecture, parameters = reference_build(recipe.model.model_id, recipe.model.auto_class)
     assert (explanation["architecture"], explanation["parameters"]) == (architecture, parameters)
     assert explanation["config_source"]["kind"] == "registry"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe_path", RECIPES, ids=lambda p: p.relative_to(EXAMPLE_CONFIGS).as_posix())
+def test_recipe_explains_whether_nemo_automodel_runs_it_natively(recipe_path: Path) -> None:
+    """Issue #21: every bundled recipe gets the line; the verdict is checked against the
+    framework's own parsers in tests/nemo/test_native_verdict.py."""
+    result = CliRunner().invoke(cli, ["explain", str(recipe_path)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if line.startswith("nemo-automodel 0.7: "))
+    assert line.removeprefix("nemo-automodel 0.7: ").startswith(("native", "needs the integration (freeze_config."))

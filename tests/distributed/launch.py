@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +42,20 @@ def launch_ranks(worker: Path, arguments: list[str], out: Path, *, deadline_s: f
         )
         for rank in range(RANKS)
     ]
+    killed = wait_all(procs, deadline_s=deadline_s, started=started)
+    return RankRun(codes=[p.returncode for p in procs], killed=killed, seconds=time.monotonic() - started)
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback address now (for a process group's rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_all(procs: list[subprocess.Popen], *, deadline_s: float, started: float) -> list[int]:
+    """Wait for every process until ``started + deadline_s``; kill the ones still running then
+    (a hung rank must fail the test, not the CI job) and return their ranks."""
     killed = []
     for rank, proc in enumerate(procs):
         try:
@@ -49,7 +64,7 @@ def launch_ranks(worker: Path, arguments: list[str], out: Path, *, deadline_s: f
             proc.kill()
             proc.wait()
             killed.append(rank)
-    return RankRun(codes=[p.returncode for p in procs], killed=killed, seconds=time.monotonic() - started)
+    return killed
 
 
 def join_process_group(rank: str, world: str, store_file: str, timeout_s: str) -> tuple[int, DeviceMesh]:

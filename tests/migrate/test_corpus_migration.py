@@ -88,3 +88,22 @@ def test_the_shipped_python_call_sites_are_what_migrate_makes_of_the_pre_migrati
     assert sum(result.new_text.count("apply_freeze_config(") for result in python.values()) == 2
     assert {name: [f.line for f in r.findings] for name, r in python.items()} == {
         "audio_finetune.py": [7, 19], "distill_vlm.py": [11], "finetune_vlm.py": [9, 12, 13], "freezing_param_cases.py": [17]}
+
+
+def test_every_rewritten_recipe_is_counted_and_migrate_adds_no_distributed_addition(preserve_run):
+    """Issue #21: the summary counts the rewritten recipes that now need mmfreeze's integration to
+    train with nemo-automodel 0.7; the legacy distributed keys become the framework's own nested keys,
+    never an mmfreeze addition (a recipe's additions after migration are the ones it had)."""
+    from mmfreeze.distributed.native import split_framework_keys
+    from mmfreeze.migrate.report import integration_summary
+
+    files, results = preserve_run
+    rewritten = [result for _, result in _yaml(files, results) if result.changed]
+    assert all(result.nemo_automodel == "needs the integration" for result in rewritten)
+    assert integration_summary(results).startswith(
+        f"{len(rewritten)} of {len(rewritten)} rewritten recipes need mmfreeze's integration")
+    for result in rewritten:
+        before, after = (YAML(typ="safe").load(text) for text in (result.old_text, result.new_text))
+        added = [split_framework_keys((document.get("distributed") or {}).get("multimodal") or {})[1]
+                 for document in (before, after)]
+        assert added[1] == added[0], result.display

@@ -29,7 +29,6 @@ import functools
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from tests.distributed.launch import free_port, wait_all
 
 REPO = Path(__file__).resolve().parents[2]
 WORLD = 2
@@ -446,12 +447,6 @@ def merge_rank_results(out: str | Path, world: int = WORLD, launcher: dict[str, 
     return merged
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script: str | Path = __file__) -> dict[str, Any]:
     """Start ``WORLD`` ranks of ``script`` (``script RECIPE OUT *extra`` with the rank's env), wait up to
     ``deadline_s``, kill what is left, merge their ``OUT.rank<R>.json`` into ``OUT``.
@@ -459,7 +454,7 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script
     ``script`` may be another rank script (e.g. one that calls ``mmfreeze.nemo.install()`` and then
     :func:`build_and_train`), as long as it writes :func:`rank_result_path`."""
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     started = time.monotonic()
     procs = []
@@ -471,14 +466,7 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script
         log = Path(f"{out}.rank{rank}.log").open("w")
         procs.append(subprocess.Popen([sys.executable, str(script), recipe, out, *extra],
                                       stdout=log, stderr=subprocess.STDOUT, env=env))
-    killed = []
-    for rank, proc in enumerate(procs):
-        try:
-            proc.wait(timeout=max(0.1, deadline_s - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            killed.append(rank)
+    killed = wait_all(procs, deadline_s=deadline_s, started=started)
     launcher = {"codes": [p.returncode for p in procs], "killed": killed,
                 "seconds": round(time.monotonic() - started, 2), "python": sys.executable,
                 "logs": [f"{out}.rank{r}.log" for r in range(WORLD)]}

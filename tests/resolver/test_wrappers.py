@@ -15,6 +15,7 @@ import torch
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
 from mmfreeze.resolver import resolve_model_inventory, resolve_multimodal_modules
+from tests.distributed.launch import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,21 +102,13 @@ FSDP_SCRIPT = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_fsdp2_fully_shard_keeps_canonical_paths_and_class(qwen2_vl):
     script = FSDP_SCRIPT.format(tests=str(Path(__file__).parent))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(
-        [sys.executable, "-c", script, str(_free_port())], capture_output=True, text=True, timeout=170, env=env
+        [sys.executable, "-c", script, str(free_port())], capture_output=True, text=True, timeout=170, env=env
     )
     assert result.returncode == 0, result.stderr[-3000:]
     sharded = json.loads(result.stdout.strip().splitlines()[-1])

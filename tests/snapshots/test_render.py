@@ -64,3 +64,23 @@ def test_a_markdown_report_too_long_for_a_pull_request_comment_keeps_every_summa
 
 def test_counts_say_tensors_and_parameters() -> None:
     assert "2 tensors / 12 parameters" in render_text(OUTCOMES, ORPHANS)
+
+
+NATIVE_OUTCOMES = [
+    RecipeOutcome(recipe="cfg/new.yaml", snapshot="s/new", status="changed", change=CHANGE,
+                  nemo_automodel="needs the integration (freeze_config.vision)"),
+    RecipeOutcome(recipe="cfg/old.yaml", snapshot="s/old", status="passed", nemo_automodel="native"),
+    RecipeOutcome(recipe="cfg/other.yaml", snapshot="s/other", status="passed", nemo_automodel="native"),
+]
+
+
+def test_every_report_says_how_nemo_automodel_runs_the_recipes() -> None:
+    summary = "nemo-automodel 0.7: native 2, needs the integration 1 (mmfreeze train / mmfreeze.nemo.install())"
+    text = render_text(NATIVE_OUTCOMES, [])
+    assert "cfg/new.yaml: changed" in text and "  nemo-automodel 0.7: needs the integration (freeze_config.vision)" in text
+    assert text.splitlines()[-1] == summary
+    markdown = render_markdown(NATIVE_OUTCOMES, [])
+    assert "| needs the integration (freeze_config.vision) |" in markdown and summary in markdown
+    data = json.loads(render_json(NATIVE_OUTCOMES, []))
+    assert data["summary"]["nemo_automodel"] == {"native": 2, "needs the integration": 1, "rejected by nemo-automodel 0.7": 0}
+    assert [r["nemo_automodel"] for r in data["recipes"]] == [o.nemo_automodel for o in NATIVE_OUTCOMES]

@@ -1,0 +1,123 @@
+"""`install()` and `mmfreeze train` refuse what they cannot do exactly, and patch nothing then.
+
+These run in the main environment, where nemo-automodel 0.7.0 is installed without its
+dependencies: its training code does not import there, which is a real missing hook point.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmfreeze.cli.main import cli
+from mmfreeze.exceptions import IntegrationError
+from mmfreeze.nemo import launch, release
+from mmfreeze.nemo.context import read_run_context
+from mmfreeze.nemo.launch import ACTIVATE_ENV, ACTIVATION_DIR, activation_environment, find_recipe
+from mmfreeze.nemo.installation import RECIPE_ENV
+from tests.nemo.framework_env import FRAMEWORK_IMPORTABLE
+
+without_framework_dependencies = pytest.mark.skipif(
+    FRAMEWORK_IMPORTABLE, reason="proves the refusal where the framework's training code does not import "
+                                 "(the main environment); .venv-framework has every dependency")
+
+
+@without_framework_dependencies
+def test_install_without_the_frameworks_training_code_names_what_is_missing_and_patches_nothing() -> None:
+    from nemo_automodel.components.utils import model_utils
+
+    from mmfreeze import nemo
+
+    originals = (model_utils.parse_freeze_config, model_utils.apply_parameter_freezing)
+    with pytest.raises(IntegrationError, match="lacks hook points") as raised:
+        nemo.install(guard=False)
+    assert "nemo_automodel._transformers.infrastructure:apply_parameter_freezing" in str(raised.value)
+    assert (model_utils.parse_freeze_config, model_utils.apply_parameter_freezing) == originals
+    assert nemo.installed() is None
+
+
+def test_an_unsupported_release_is_refused_and_a_pre_0_7_one_names_the_hazard(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mock: another nemo-automodel release cannot be installed beside the tested one.
+    monkeypatch.setattr(release, "installed_version", lambda package: "0.6.2")
+    with pytest.raises(IntegrationError) as raised:
+        release.check_supported_release()
+    message = str(raised.value)
+    assert "nemo-automodel 0.6.2 is installed, but the integration supports only 0.7.0; nothing was patched" in message
+    assert "defaults freeze_vision_tower to true" in message
+
+
+def test_a_missing_framework_is_refused_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(release, "installed_version", lambda package: "missing")
+    with pytest.raises(IntegrationError, match=r"pip install nemo-automodel==0\.7\.0"):
+        release.check_supported_release()
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    (["automodel", "RECIPE", "--nproc-per-node", "2"], "RECIPE"),
+    (["torchrun", "--nproc-per-node", "2", "train.py", "-c", "RECIPE"], "RECIPE"),
+    (["python", "-c", "print(1)", "--config=RECIPE"], "RECIPE"),
+])
+def test_the_launcher_finds_the_recipe_the_command_trains(command: list[str], expected: str, tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: {}\n")
+    resolved = [str(recipe) if part.endswith("RECIPE") and "=" not in part else part.replace("RECIPE", str(recipe))
+                for part in command]
+    assert find_recipe(resolved) == recipe
+
+
+def test_a_command_without_a_recipe_is_an_error_naming_the_command() -> None:
+    with pytest.raises(IntegrationError, match="no recipe in the command `automodel --nproc-per-node 2`"):
+        find_recipe(["automodel", "--nproc-per-node", "2"])
+
+
+def test_the_activation_environment_puts_the_activation_first_and_names_the_recipe(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    env = activation_environment(recipe, guard=False, environ={"PYTHONPATH": "/elsewhere"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(ACTIVATION_DIR), "/elsewhere"]
+    assert (env[ACTIVATE_ENV], env[RECIPE_ENV], env[launch.GUARD_ENV]) == ("1", str(recipe.resolve()), "0")
+    assert launch.GUARD_ENV not in activation_environment(recipe, guard=None, environ={})
+
+
+@without_framework_dependencies
+def test_a_process_that_cannot_install_exits_3_with_the_reason_instead_of_training_without_it() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ACTIVATION_DIR), ACTIVATE_ENV: "1"}
+    completed = subprocess.run([sys.executable, "-c", "print('trained')"], env=env, capture_output=True, text=True)
+    assert completed.returncode == 3
+    assert "trained" not in completed.stdout
+    assert completed.stderr.startswith("mmfreeze train: mmfreeze.nemo: the installed nemo-automodel lacks hook points")
+    assert "Traceback" not in completed.stderr
+
+
+@without_framework_dependencies
+def test_mmfreeze_train_fails_before_starting_the_command(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: {}\n")
+    marker = tmp_path / "ran"
+    result = CliRunner().invoke(cli, ["train", "--", "touch", str(marker), str(recipe)])
+    assert result.exit_code == 3
+    assert "lacks hook points" in result.output
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("mmfreeze: {guard: maybe}\n", "mmfreeze.guard: must be true or false, got 'maybe'"),
+    ("mmfreeze: {gaurd: false}\n", "mmfreeze: expected a mapping with the one key `guard`"),
+])
+def test_a_bad_guard_key_names_the_recipe_and_the_key(text: str, error: str, tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: {}\n" + text)
+    with pytest.raises(IntegrationError, match=error.replace("{", r"\{").replace("}", r"\}").replace("`", "`")):
+        read_run_context(recipe)
+
+
+def test_the_recipe_key_turns_the_guard_off_and_the_caller_wins(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: {}\nmmfreeze: {guard: false}\n")
+    assert read_run_context(recipe).guard is False
+    assert read_run_context(recipe, guard=True).guard is True
+    assert read_run_context(None).guard is True  # on by default: without a recipe the optimizer build says so
