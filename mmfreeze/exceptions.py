@@ -61,6 +61,11 @@ class ModelBuildError(MmfreezeError):
     """transformers rejected a config or failed to build the model on the meta device."""
 
 
+class EnvironmentBuildError(ModelBuildError):
+    """A build failed because of this machine, not the recipe: a package that does not import,
+    memory, a worker process that died. Never cached: the next run, with the cause fixed, builds."""
+
+
 class ResolverError(MmfreezeError):
     """Multimodal module declarations or overrides do not fit the model."""
 

@@ -22,7 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from mmfreeze.exceptions import MmfreezeError, ModelBuildError
+from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
 from mmfreeze.models.framework import BuildSpec
@@ -140,7 +140,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
                 yield _decode(future.result())
             except BrokenProcessPool:
                 key, _, _, display_path, _ = futures[future]
-                yield key, ModelBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
+                yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:

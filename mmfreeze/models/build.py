@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from mmfreeze.exceptions import ModelBuildError
+from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError
 
 if TYPE_CHECKING:
     from torch import nn
@@ -64,7 +64,10 @@ def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
     import copy
 
     model_type = config.get("model_type")
-    config_class = transformers_config_class(model_type) if isinstance(model_type, str) else None
+    try:
+        config_class = transformers_config_class(model_type) if isinstance(model_type, str) else None
+    except ImportError as error:  # transformers imports the model's module, which may need timm
+        raise environment_error(f"transformers could not load the config class for {model_type!r}", error) from error
     if config_class is None:
         raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know")
     try:
@@ -88,6 +91,21 @@ def transformers_config_class(model_type: str) -> type[PretrainedConfig] | None:
     return getattr(transformers, name) if name is not None else None
 
 
+OPTIONAL_PACKAGES = {"timm": "mmfreeze[timm]", "torchvision": "mmfreeze[timm]"}
+"""Packages some model classes import when built, and the extra that installs them."""
+
+
+def environment_error(what: str, error: BaseException) -> EnvironmentBuildError:
+    """``what`` failed for a reason of this machine; says which package, and how to install it."""
+    if isinstance(error, MemoryError):
+        return EnvironmentBuildError(f"{what}: out of memory")
+    package = (getattr(error, "name", None) or "").split(".")[0]
+    detail = str(error).splitlines()[0] if str(error).strip() else "no message"
+    hint = f"; install it: pip install '{OPTIONAL_PACKAGES[package]}'" if package in OPTIONAL_PACKAGES else ""
+    return EnvironmentBuildError(
+        f"{what}: a package it needs does not import here ({package or type(error).__name__}: {detail}){hint}")
+
+
 def build_meta_model(
     config: PretrainedConfig, model_class: type[nn.Module], *, constructor: Literal["transformers", "framework"] = "transformers"
 ) -> nn.Module:
@@ -105,6 +123,9 @@ def build_meta_model(
                 if constructor == "framework":
                     return model_class(config)
                 return model_class._from_config(config)
+    except (ImportError, MemoryError) as error:
+        raise environment_error(f"{'nemo-automodel' if constructor == 'framework' else 'transformers'} could not "
+                                f"build {model_class.__name__} on the meta device", error) from error
     except Exception as error:  # transformers raises many kinds for a bad config
         who = "nemo-automodel" if constructor == "framework" else "transformers"
         detail = str(error).splitlines()[0] if str(error) else ""  # some list every config class on later lines

@@ -19,14 +19,18 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.versions import installed_version
 
 
+BUILD_PACKAGES = ("transformers", "torch", "torchvision", "timm")
+"""The installed packages whose versions shape a built module tree (timm and torchvision build
+some vision towers); nemo-automodel's version is part of a framework build's identity."""
+
+
 def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec = TRANSFORMERS_SPEC) -> str:
     """A stable hash of everything that decides the built model's structure."""
     material = {
         "config": config,
         "auto_class": auto_class,
         "build": build.identity(),
-        "transformers": installed_version("transformers"),
-        "torch": installed_version("torch"),
+        **{package: installed_version(package) for package in BUILD_PACKAGES},
     }
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(encoded.encode()).hexdigest()

@@ -52,7 +52,7 @@ def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: Buil
     try:
         return _build(config, auto_class, spec)
     except ModelBuildError as error:
-        raise ModelBuildError(error.message, source=source, key="model") from error
+        raise type(error)(error.message, source=source, key="model") from error
 
 
 def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> FrameworkBuild:
@@ -109,4 +109,6 @@ def _framework_module(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except Exception as error:  # missing dependency, incompatible transformers
-        raise ModelBuildError(f"nemo-automodel is installed but {name} does not import: {type(error).__name__}: {error}") from error
+        from mmfreeze.models.build import environment_error
+
+        raise environment_error(f"nemo-automodel is installed but {name} does not import", error) from error

@@ -73,7 +73,7 @@ def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
     try:
         return build_transformers_config(config)
     except ModelBuildError as error:
-        raise ModelBuildError(error.message, source=source) from error
+        raise type(error)(error.message, source=source) from error
 
 
 def build_requested_model(request: ModelRequest, config: ModelConfigSource) -> nn.Module:
@@ -93,7 +93,7 @@ def build_model(config: Mapping[str, Any], auto_class: str, *, source: str) -> n
     try:
         return build_meta_model(built_config, resolve_model_class(built_config, auto_class))
     except ModelBuildError as error:
-        raise ModelBuildError(error.message, source=source, key="model") from error
+        raise type(error)(error.message, source=source, key="model") from error
 
 
 def build_structure(

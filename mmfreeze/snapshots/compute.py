@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
+from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
 from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
@@ -158,8 +158,8 @@ def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:
 def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComputation:
     try:
         return FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
-    except ConfigSourceError:
-        raise  # where a config is found depends on files outside the key: never cached
+    except (ConfigSourceError, EnvironmentBuildError):
+        raise  # where a config is found, and what this machine can import, lie outside the key: never cached
     except MmfreezeError as error:  # everything else is decided by the key: the model, the sections, the code
         return FailedComputation.of(error)
 
