@@ -70,7 +70,7 @@ def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: Fram
 
 def compute_frozen_set(
     structure: ModelStructure, document: Mapping[str, Any], *, source: str,
-    override_specs: Sequence[MultimodalModuleSpec],
+    override_specs: Sequence[MultimodalModuleSpec], invariants: bool = True,
 ) -> FrozenSetResult:
     """Run the recipe's trainability pipeline on ``structure``, as pure data.
 
@@ -82,7 +82,9 @@ def compute_frozen_set(
     rules = rules_for(section, vocabulary)
     trained = _trained(structure, document, rules, source=source)
     steps = [*_section_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs)]
-    steps += [(name, False, rule) for name, rule in invariant_freezes(trained)]
+    # ``invariants=False``: what a direct call of 0.7's ``apply_parameter_freezing`` does, which
+    # leaves the invariant freezes to ``_apply_trainability_policy``.
+    steps += [(name, False, rule) for name, rule in invariant_freezes(trained)] if invariants else []
     start_rule = BUILT_FROZEN_RULE if document.get("peft") is None else PEFT_BASELINE_RULE
     plan = final_plan(trained, steps, start_rule=start_rule)
     return FrozenSetResult(vocabulary=vocabulary, rules=rules, plan=plan, structure=trained)

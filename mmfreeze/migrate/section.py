@@ -91,6 +91,14 @@ class SectionInput:
         return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
                                   override_specs=())
 
+    @cached_property
+    def call_frozen(self) -> frozenset[str]:
+        """What a direct call of the framework's ``apply_parameter_freezing`` freezes with the
+        section: 0.7's rules without the invariant freezes (``_apply_trainability_policy`` applies
+        those; the function itself does not)."""
+        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
+                                  override_specs=(), invariants=False).frozen
+
     def _check_selectors(self) -> None:
         """A 0.7 selector that matches nothing, named with a did-you-mean (the framework rejects it too)."""
         config = parse_framework_freeze_config(self.section, CURRENT_RULES, source=self.source)

@@ -65,6 +65,13 @@ def framework_trainability(
             frozenset(name for name, parameter in named if parameter.requires_grad))
 
 
+def framework_call_frozen(model: nn.Module, freeze_config: Any) -> frozenset[str]:
+    """What a direct call of the framework's ``apply_parameter_freezing`` freezes on ``model``
+    (mutated): the call a Python call site makes, without the policy's PEFT baseline and invariants."""
+    model_utils.apply_parameter_freezing(model, model_utils.parse_freeze_config(freeze_config), strict=True)
+    return frozenset(name for name, parameter in model.named_parameters() if not parameter.requires_grad)
+
+
 def installed_release() -> str:
     from importlib.metadata import version
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.freeze.engine import trained_structure
 from mmfreeze.freeze.recipe_model import model_request
@@ -90,7 +91,11 @@ class BoundModels:
 
 
 def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:
-    """The first preserve-mode proposal that freezes what the framework freezes on every target."""
+    """The first preserve-mode proposal that freezes what the replaced call froze on every target.
+
+    The replaced call is the framework's ``apply_parameter_freezing``, which applies no invariant
+    freezes; ``apply_freeze_config`` ends with them. Where they freeze a parameter the call left
+    trainable, no rewrite is equal and the call is reported."""
     tasks = [SectionInput(structure=t.structure, section=section, inventory=t.inventory, source=f"{source} ({t.name})")
              for t in targets]
     proposals: list[dict[str, Any]] = []
@@ -99,6 +104,12 @@ def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source:
             proposals.append(preserve_section(task.structure, section, task.inventory, source=task.source).section)
         except MmfreezeError as error:
             return Proof(section=None, reason=f"on {target.name}: {error.message}")
+    for task, target in zip(tasks, targets, strict=True):
+        if extra := task.original.frozen - task.call_frozen:
+            size = count_text(len(extra), sum(info.numel for info in task.structure.parameters if info.name in extra))
+            return Proof(section=None, reason=(
+                f"on {target.name}: apply_freeze_config also applies the framework's invariant freezes, which "
+                f"freeze {size} this apply_parameter_freezing call leaves trainable (e.g. {min(extra)})"))
     for index, proposal in enumerate(proposals):
         if proposal not in proposals[:index] and all(_equal(task, proposal) for task in tasks):
             return Proof(section=proposal)
@@ -109,6 +120,6 @@ def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source:
 
 def _equal(task: SectionInput, proposal: Mapping[str, Any]) -> bool:
     try:
-        return task.frozen_with(proposal) == task.original.frozen
+        return task.frozen_with(proposal) == task.call_frozen
     except MmfreezeError:
         return False
