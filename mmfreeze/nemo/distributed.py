@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from mmfreeze.distributed.batch_contract import parse_batch_contract
+from mmfreeze.distributed.batch_contract import BatchContract, parse_batch_contract
 from mmfreeze.distributed.config import CONFIG_KEY, MultimodalDistributedConfig, parse_multimodal_config
 from mmfreeze.distributed.dummy_hooks import apply_dummy_forward
 from mmfreeze.distributed.mesh import build_mesh_description
@@ -45,12 +45,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class Additions:
-    """The run's mmfreeze additions, parsed at the recipe boundary and applied at parallelisation."""
+    """The run's mmfreeze additions: parsed at the recipe boundary, applied at parallelisation
+    (the last parsed section wins, as the framework's typed config does)."""
 
     keys: tuple[str, ...] = ()
+    """The additions' key paths; empty when the section has none."""
     config: MultimodalDistributedConfig | None = None
-    section: Mapping[str, Any] = field(default_factory=dict)
+    contract: BatchContract | None = None
     applied: list[MultimodalFsdpPlan] = field(default_factory=list)
+    """The plans applied so far, one per parallelised model."""
 
 
 def parse_hook(original: Callable[[dict], dict], context: RunContext, additions: Additions) -> Callable[[dict], dict]:
@@ -58,15 +61,14 @@ def parse_hook(original: Callable[[dict], dict], context: RunContext, additions:
 
     def parse_distributed_section_with_mmfreeze(cfg_dict: dict) -> dict:
         multimodal = cfg_dict.get("multimodal")
-        if not isinstance(multimodal, Mapping):
+        framework, keys = split_framework_keys(multimodal) if isinstance(multimodal, Mapping) else ({}, ())
+        additions.keys, additions.config, additions.contract = keys, None, None
+        if not keys:
             return original(cfg_dict)
-        framework, keys = split_framework_keys(multimodal)
-        if keys:
-            modalities = [key for key, value in multimodal.items() if isinstance(value, Mapping) and key != "batch_contract"]
-            additions.keys = keys
-            additions.section = multimodal
-            additions.config = parse_multimodal_config(multimodal, known_modalities=modalities, source=context.source)
-            parse_batch_contract(multimodal, source=context.source)
+        # Any mapping key may be a modality here; the model's own are checked at parallelisation.
+        modalities = [key for key, value in multimodal.items() if isinstance(value, Mapping) and key != "batch_contract"]
+        additions.config = parse_multimodal_config(multimodal, known_modalities=modalities, source=context.source)
+        additions.contract = parse_batch_contract(multimodal, source=context.source)
         return original({**cfg_dict, "multimodal": framework})
 
     return parse_distributed_section_with_mmfreeze
@@ -126,9 +128,8 @@ def _plan(module: Any, context: RunContext, additions: Additions, mesh_context: 
     tp, cp = getattr(mesh_context, "tp_size", 1) or 1, getattr(mesh_context, "cp_size", 1) or 1
     world = mesh_context.device_mesh.size() if getattr(mesh_context, "device_mesh", None) is not None else 1
     mesh = build_mesh_description(dp=max(world // (tp * cp), 1), tp=tp, cp=cp)
-    contract = parse_batch_contract(additions.section, source=context.source)
     try:
-        return plan_multimodal_fsdp(module, resolved, config=additions.config, contract=contract, mesh=mesh)
+        return plan_multimodal_fsdp(module, resolved, config=additions.config, contract=additions.contract, mesh=mesh)
     except DistributedConfigError as error:
         raise DistributedConfigError(error.message, source=context.source, key=error.key) from error
 
