@@ -1,20 +1,58 @@
-"""What a recipe tells the model layer: its model request, and its model id for `configs pull`.
+"""What a recipe tells the model layer and the engine: its model request, its model id for
+`configs pull`, and, given its built structure, its frozen set and its trained model.
 
 ``models`` takes plain values and never reads recipes (imports only go down); this is the glue,
 in the lowest layer that may import both ``recipes`` and ``models`` without being the pure
-resolver. Every caller that loads a recipe's model goes through it.
+resolver. Every caller that loads a recipe's model, or computes what it trains, goes through it:
+`snapshot`, `explain` and `migrate` compute the same set the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, BuildSpec, spec_for_recipe
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.pull import ModelReader, NamedModel
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, display_path, read_model_id
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.models.structure import ModelStructure
+    from mmfreeze.resolver.inventory import ResolvedInventory
+
+
+def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult:
+    """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
+    `multimodal` overrides through the engine (the snapshot's set)."""
+    # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
+    from mmfreeze.freeze.engine import compute_frozen_set
+    from mmfreeze.resolver.overrides import override_specs
+
+    return compute_frozen_set(structure, recipe.document, source=recipe.display_path,
+                              override_specs=override_specs(recipe.module_overrides))
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A recipe's model as its `freeze_config` finds it: LoRA injected, modules resolved with its overrides."""
+
+    structure: ModelStructure
+    inventory: ResolvedInventory
+
+
+def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> TrainedModel:
+    """``structure`` with the recipe's LoRA adapters, and its modules resolved with the recipe's overrides."""
+    from mmfreeze.freeze.engine import trained_structure
+    from mmfreeze.resolver.overrides import override_specs
+    from mmfreeze.resolver.resolve import resolve_structure
+
+    trained = trained_structure(structure, recipe.document, source=recipe.display_path)
+    return TrainedModel(trained, resolve_structure(trained, override_specs=override_specs(recipe.module_overrides)))
 
 
 def model_request(recipe: Recipe, builder: BuilderChoice = TRANSFORMERS_BUILDER) -> ModelRequest:

@@ -18,9 +18,8 @@ from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError
-from mmfreeze.freeze.engine import trained_structure
 from mmfreeze.freeze.targets import FreezeTargets
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
@@ -33,8 +32,6 @@ from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.resolver import resolve_structure
-from mmfreeze.resolver.overrides import override_specs
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
 _MOVES = {MF002.id: ("frozen_multimodal_sharding", ("multimodal", "frozen_sharding")),
@@ -72,10 +69,10 @@ def _plan(
     if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
         return None, None
     recipe = load_recipe(path, allowed_targets=allowed_targets)
-    trained = trained_structure(structure_of(model_request(recipe)), recipe.document, source=recipe.display_path)
-    inventory = resolve_structure(trained, override_specs=override_specs(recipe.module_overrides))
+    trained = recipe_trained_model(recipe, structure_of(model_request(recipe)))
     planner = preserve_section if mode == "preserve" else intent_section
-    return planner(trained, section, inventory, source=where), FreezeTargets(structure=trained, inventory=inventory)
+    return (planner(trained.structure, section, trained.inventory, source=where),
+            FreezeTargets(structure=trained.structure, inventory=trained.inventory))
 
 
 def _section_line(text: str, *, display: str) -> str:

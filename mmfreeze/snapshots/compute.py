@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, describe_build
@@ -165,10 +165,5 @@ def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComput
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
-    # Imported here: a warm run reads every set from the cache and never loads the engine or the resolver.
-    from mmfreeze.freeze.engine import compute_frozen_set
-    from mmfreeze.resolver.overrides import override_specs
-
     loaded = load_structure(options.request(recipe), options.cache, allow_network=options.allow_network)
-    return compute_frozen_set(loaded.structure, recipe.document, source=recipe.display_path,
-                              override_specs=override_specs(recipe.module_overrides))
+    return recipe_frozen_set(recipe, loaded.structure)

@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.framework import choose_builder
 from mmfreeze.models.loader import build_requested_model, find_config
 from mmfreeze.models.structure import structure_of
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.resolver.overrides import override_specs
 from tests.conftest import REPO_ROOT
 
 BUILDERS = ("framework", "transformers")
@@ -83,9 +81,7 @@ def framework_outcome(path: Path, builder: str) -> Outcome:
 
 def mmfreeze_outcome(path: Path, builder: str) -> Outcome:
     """What mmfreeze computes for the recipe on the same model (the snapshot's frozen set)."""
-    recipe = read_recipe(path)
-    result = compute_frozen_set(structure_of(built_model(path, builder)), recipe.document, source=recipe.display_path,
-                                override_specs=override_specs(recipe.module_overrides))
+    result = recipe_frozen_set(read_recipe(path), structure_of(built_model(path, builder)))
     return Outcome(trainable=frozenset(
         name for info in result.structure.parameters if info.name not in result.frozen for name in info.names))
 

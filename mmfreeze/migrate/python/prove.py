@@ -17,8 +17,7 @@ from typing import Any
 
 from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
-from mmfreeze.freeze.engine import trained_structure
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.section import SectionInput
@@ -26,7 +25,6 @@ from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
-from mmfreeze.resolver.overrides import override_specs
 
 AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
                 "AutoModelForSpeechSeq2Seq")
@@ -85,9 +83,8 @@ class BoundModels:
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
         recipe = load_recipe(path, allowed_targets=self._allowed_targets)
-        trained = trained_structure(self._structure_of(model_request(recipe)), recipe.document, source=recipe.display_path)
-        overrides = override_specs(recipe.module_overrides)
-        return ProofTarget(name=name, structure=trained, inventory=resolve_structure(trained, override_specs=overrides))
+        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe)))
+        return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory)
 
 
 def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:
