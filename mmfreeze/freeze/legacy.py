@@ -1,6 +1,6 @@
 """The legacy `freeze_config` engine, reproduced exactly, accidents included.
 
-Historical behaviour (DESIGN.md): nothing happens when the section is absent; an empty section
+Historical behaviour (nemo-automodel before 0.7, ``apply_parameter_freezing``): nothing happens when the section is absent; an empty section
 still freezes vision (``freeze_vision_tower`` defaults to true). Each true flag freezes the root
 attribute of its name if the root object has one, and every module whose full dotted name,
 lowercased, contains one of the flag's substrings. ``freeze_video_embedder`` matches parameter

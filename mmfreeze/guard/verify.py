@@ -44,7 +44,8 @@ def verify_frozen_set(
 
     - ``recipe``: the recipe file (or a parsed ``Recipe``). Its snapshot is the file
       `mmfreeze snapshot RECIPE` compares with from the working directory
-      (``snapshots/<recipe path>.frozen.txt``); ``snapshot=`` gives its path instead.
+      (``<snapshot folder>/<recipe path from the repository root>.frozen.txt``, the same from any
+      working directory); ``snapshot=`` gives its path instead.
     - ``optimizer``: when given, its param groups must hold every trainable parameter, no frozen
       one, and none twice.
     - ``peer_timeout``: inside a process group, seconds to wait for every rank's verdict

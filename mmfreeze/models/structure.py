@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 STRUCTURE_FORMAT_VERSION = 2
 
-# Attributes the legacy freezing engine reads from the root object (DESIGN.md, legacy rules).
+# Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
 
 

@@ -16,7 +16,8 @@ _NEMO_AUTO_CLASSES = {
     "NeMoAutoModelForMultimodalLM": "AutoModelForMultimodalLM",
     "NeMoAutoModelForCausalLM": "AutoModelForCausalLM",
 }
-_NEMO_MODULES = ("nemo_automodel", "nemo_automodel.components._transformers.auto_model")
+# Where nemo-automodel 0.7.0 defines the classes, and its package's re-export of them.
+_NEMO_MODULES = ("nemo_automodel", "nemo_automodel._transformers.auto_model")
 _TRANSFORMERS_AUTO_CLASSES = (
     "AutoModelForImageTextToText",
     "AutoModelForMultimodalLM",
