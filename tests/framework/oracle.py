@@ -12,15 +12,20 @@ source is compiled from the installed file, verbatim, against the framework's ow
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib.util
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
-from nemo_automodel.components.utils import model_utils
+import pytest
 from torch import nn
+
+pytest.importorskip("nemo_automodel", reason="the differential tests need nemo-automodel (the README's test command installs it)")
+
+from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules  # noqa: E402
+from nemo_automodel.components.utils import model_utils  # noqa: E402
 
 POLICY = "_apply_trainability_policy"
 
@@ -40,9 +45,32 @@ def _compiled_policy() -> Callable[..., None]:
     assert spec is not None and spec.origin is not None, "nemo-automodel is not installed"
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == POLICY)
-    namespace: dict[str, Any] = {**vars(model_utils), "torch": __import__("torch")}
+    namespace: dict[str, Any] = {"torch": __import__("torch")}
+    for name in free_names(function):
+        source = imported_from(tree).get(name)
+        if name in namespace or hasattr(builtins, name):
+            continue
+        # Only names the framework's own module imports from model_utils can be bound here; any
+        # other would be a stand-in, and the oracle would no longer be the framework.
+        assert source == model_utils.__name__, (
+            f"{POLICY} uses {name} from {source or 'its own module'}, which the compiled oracle cannot bind; "
+            "run the differential tests in the framework environment")
+        namespace[name] = getattr(model_utils, name)
     exec(compile(ast.Module(body=[function], type_ignores=[]), spec.origin, "exec"), namespace)  # noqa: S102
     return namespace[POLICY]
+
+
+def free_names(function: ast.FunctionDef) -> set[str]:
+    """Names ``function`` reads that it neither takes nor assigns: its module globals and builtins."""
+    local = {arg.arg for arg in (*function.args.args, *function.args.kwonlyargs, *function.args.posonlyargs)}
+    local |= {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    return {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)} - local
+
+
+def imported_from(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``from X import name`` of the framework's module: name -> X."""
+    return {alias.asname or alias.name: node.module or "" for node in tree.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
 
 
 def framework_trainability(

@@ -69,3 +69,24 @@ def test_kv_shared_gemma4_layers_have_no_kv_projections_so_both_freeze_nothing_t
     *actual, _ = mmfreeze_trainability(structure, case)
     assert tuple(actual) == expected
     assert expected[0] == frozenset()
+
+
+def test_the_compiled_oracle_binds_every_free_name_to_the_frameworks_own_object() -> None:
+    """Where infrastructure.py does not import (--no-deps), the policy is compiled from its source;
+    every global it reads is then the object the framework's module imports from model_utils."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    from nemo_automodel.components.utils import model_utils
+
+    from tests.framework.oracle import POLICY, _compiled_policy, free_names, imported_from
+
+    origin = importlib.util.find_spec("nemo_automodel._transformers.infrastructure").origin
+    tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == POLICY)
+    policy = _compiled_policy()
+    framework_names = free_names(function) & set(imported_from(tree))
+    assert {"apply_parameter_freezing", "freeze_unused_kv_sharing_params"} <= framework_names
+    for name in framework_names:
+        assert policy.__globals__[name] is getattr(model_utils, name), name
