@@ -24,7 +24,7 @@ def snapshot_check(cache: Path, *, python_path: Path | None = None) -> subproces
     env.pop("PYTHONPATH", None)
     if python_path is not None:
         env["PYTHONPATH"] = str(python_path)
-    return subprocess.run([sys.executable, "-m", "mmfreeze", "snapshot", "--check", RECIPE],
+    return subprocess.run([sys.executable, "-m", "mmfreeze", "snapshot", "--check", "--progress", RECIPE],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
