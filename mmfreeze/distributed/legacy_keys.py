@@ -13,6 +13,11 @@ from typing import Any
 
 LEGACY_FROZEN_SHARDING = "frozen_multimodal_sharding"
 LEGACY_FRAME_SHARDING = "cp_vision_frame_sharding"
+NESTED_PATHS: dict[str, tuple[str, ...]] = {
+    LEGACY_FROZEN_SHARDING: ("multimodal", "frozen_sharding"),
+    LEGACY_FRAME_SHARDING: ("multimodal", "vision", "frame_sharding"),
+}
+"""Each legacy key under `distributed:` and where it lives now (the one list: reading, migrating, checking)."""
 
 
 def multimodal_section(distributed: Mapping[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -21,12 +26,13 @@ def multimodal_section(distributed: Mapping[str, Any] | None) -> tuple[dict[str,
     nested = distributed.get("multimodal")
     section: dict[str, Any] = dict(nested) if isinstance(nested, Mapping) else {}
     notes: list[str] = []
-    if LEGACY_FROZEN_SHARDING in distributed:
-        section.setdefault("frozen_sharding", distributed[LEGACY_FROZEN_SHARDING])
-        notes.append(f"read legacy distributed.{LEGACY_FROZEN_SHARDING} as distributed.multimodal.frozen_sharding")
-    if LEGACY_FRAME_SHARDING in distributed:
-        vision = dict(section.get("vision") or {})
-        vision.setdefault("frame_sharding", distributed[LEGACY_FRAME_SHARDING])
-        section["vision"] = vision
-        notes.append(f"read legacy distributed.{LEGACY_FRAME_SHARDING} as distributed.multimodal.vision.frame_sharding")
+    for legacy, path in NESTED_PATHS.items():
+        if legacy not in distributed:
+            continue
+        node = section
+        for key in path[1:-1]:  # copied on the way down: the recipe's own mappings stay as read
+            node[key] = dict(node.get(key) or {})
+            node = node[key]
+        node.setdefault(path[-1], distributed[legacy])
+        notes.append(f"read legacy distributed.{legacy} as distributed.{'.'.join(path)}")
     return section, tuple(notes)

@@ -16,6 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
+from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError
 from mmfreeze.freeze.targets import FreezeTargets
@@ -34,8 +35,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
-_MOVES = {MF002.id: ("frozen_multimodal_sharding", ("multimodal", "frozen_sharding")),
-          MF003.id: ("cp_vision_frame_sharding", ("multimodal", "vision", "frame_sharding"))}
+_MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 
 
 def migrate_yaml(
@@ -103,7 +103,8 @@ def _verify(
         expected["freeze_config"] = migration.section
     for rule in rules:
         if rule in _MOVES:
-            legacy, path = _MOVES[rule]
+            legacy = _MOVES[rule]
+            path = NESTED_PATHS[legacy]
             value = expected["distributed"].pop(legacy)
             node = expected["distributed"]
             for key in path[:-1]:

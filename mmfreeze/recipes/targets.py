@@ -18,7 +18,9 @@ _NEMO_AUTO_CLASSES = {
 }
 # Where nemo-automodel 0.7.0 defines the classes, and its package's re-export of them.
 _NEMO_MODULES = ("nemo_automodel", "nemo_automodel._transformers.auto_model")
-_TRANSFORMERS_AUTO_CLASSES = (
+# The transformers Auto classes a recipe may build with, in the order a bare model id tries them
+# (`mmfreeze migrate` binds a Python call site to model ids).
+AUTO_CLASSES = (
     "AutoModelForImageTextToText",
     "AutoModelForMultimodalLM",
     "AutoModelForCausalLM",
@@ -32,7 +34,7 @@ def _default_targets() -> dict[str, str]:
         for wrapper, auto_class in _NEMO_AUTO_CLASSES.items():
             for constructor in ("from_pretrained", "from_config"):
                 targets[f"{module}.{wrapper}.{constructor}"] = auto_class
-    for auto_class in _TRANSFORMERS_AUTO_CLASSES:
+    for auto_class in AUTO_CLASSES:
         for constructor in ("from_pretrained", "from_config"):
             targets[f"transformers.{auto_class}.{constructor}"] = auto_class
     return targets

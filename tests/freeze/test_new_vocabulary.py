@@ -17,7 +17,7 @@ from mmfreeze.freeze import apply_freeze_config
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import frozen_after
-from mmfreeze.migrate.python.prove import AUTO_CLASSES
+from mmfreeze.recipes.targets import AUTO_CLASSES
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.loader import build_model, build_structure
 from mmfreeze.models.structure import ModelStructure

@@ -24,10 +24,10 @@ from mmfreeze.migrate.section import SectionInput
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
+from mmfreeze.recipes.targets import AUTO_CLASSES
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
 
-AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
-                "AutoModelForSpeechSeq2Seq")
+
 
 
 @dataclass(frozen=True, kw_only=True)

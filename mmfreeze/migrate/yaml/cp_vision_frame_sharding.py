@@ -22,6 +22,7 @@ gets the key appended; an existing `frame_sharding` next to the legacy key is re
 
 from __future__ import annotations
 
+from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, NESTED_PATHS
 from mmfreeze.migrate.rules import MF003
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.nesting import move_key
@@ -30,5 +31,5 @@ RULE = MF003
 
 
 def rewrite(text: str, context: YamlContext) -> str:
-    return move_key(text, "distributed", "cp_vision_frame_sharding", ("multimodal", "vision", "frame_sharding"),
+    return move_key(text, "distributed", LEGACY_FRAME_SHARDING, NESTED_PATHS[LEGACY_FRAME_SHARDING],
                     source=context.source)

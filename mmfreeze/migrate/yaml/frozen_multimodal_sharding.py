@@ -16,6 +16,7 @@ An already nested `distributed.multimodal.frozen_sharding` is left alone; both a
 
 from __future__ import annotations
 
+from mmfreeze.distributed.legacy_keys import LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.migrate.rules import MF002
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.nesting import move_key
@@ -24,5 +25,5 @@ RULE = MF002
 
 
 def rewrite(text: str, context: YamlContext) -> str:
-    return move_key(text, "distributed", "frozen_multimodal_sharding", ("multimodal", "frozen_sharding"),
+    return move_key(text, "distributed", LEGACY_FROZEN_SHARDING, NESTED_PATHS[LEGACY_FROZEN_SHARDING],
                     source=context.source)
