@@ -93,6 +93,7 @@ def test_bound_python_calls_are_rewritten_and_unbound_ones_reported_by_line(tmp_
     report = json.loads(_run(str(calls), "--report", "json").stdout)
     [entry] = report["files"]
     assert entry["status"] == "python-rewritten" and entry["rules"] == ["MF101"]
-    assert [(f["line"], f["rule"]) for f in entry["findings"]] == [(48, "MF101"), (52, "MF101")]
-    assert calls.read_text().count("apply_freeze_config(") == 5
+    # line 30: the Gemma4 E2B call the framework's invariant freezes would change (test_selector_corpus)
+    assert [(f["line"], f["rule"]) for f in entry["findings"]] == [(30, "MF101"), (48, "MF101"), (52, "MF101")]
+    assert calls.read_text().count("apply_freeze_config(") == 4
     assert _run(str(calls), "--check").exit_code == 0
