@@ -15,6 +15,7 @@ REGISTRY = ROOT / "mmfreeze" / "registry" / "configs"
 
 ALLOWED_TARGETS = {
     "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained",
+    "nemo_automodel.NeMoAutoModelForImageTextToText.from_config",
     "nemo_automodel.NeMoAutoModelForMultimodalLM.from_pretrained",
     "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained",
     "transformers.AutoModelForImageTextToText.from_pretrained",
@@ -57,9 +58,14 @@ def _model_sections(doc: dict) -> list[dict]:
     return [doc[k] for k in ("model", "teacher_model") if isinstance(doc.get(k), dict)]
 
 
+def _model_id(section: dict) -> str:
+    """``pretrained_model_name_or_path``, or a from_config recipe's ``config.pretrained_model_name_or_path``."""
+    return str(section.get("pretrained_model_name_or_path") or section["config"]["pretrained_model_name_or_path"])
+
+
 def _model_ids() -> dict[Path, list[str]]:
     return {
-        p: [_resolve(str(s["pretrained_model_name_or_path"]), doc) for s in _model_sections(doc)]
+        p: [_resolve(_model_id(s), doc) for s in _model_sections(doc)]
         for p, doc in RECIPES.items()
     }
 
