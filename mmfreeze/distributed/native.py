@@ -15,9 +15,8 @@ from typing import Any, Literal
 
 from mmfreeze.distributed.config import CONFIG_KEY, FRAME_SHARDING_KEYS
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING
-from mmfreeze.freeze.config import detect_vocabulary
-from mmfreeze.freeze.framework import SECTION as FREEZE_SECTION
-from mmfreeze.freeze.framework import strict_problems
+from mmfreeze.freeze.keys import SECTION as FREEZE_SECTION
+from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
 
 FRAMEWORK_MULTIMODAL_KEYS: Mapping[str, Any] = {
     "frozen_sharding": None,

@@ -32,12 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.framework import SELECTOR_KEYS, ModuleSelector
-from mmfreeze.freeze.legacy import LEGACY_KEYS
+from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.keys import SECTION, Vocabulary, detect_vocabulary, is_framework_key
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, LayerStack
 from mmfreeze.suggest import closest_paths, did_you_mean, suggestion
 
-Vocabulary = Literal["absent", "legacy", "selectors", "new"]
 MODULES_KEY = "modules"
 EXCEPT_KEY = "except"
 LAYERS_KEY = "layers"
@@ -46,7 +45,6 @@ COUNT_KEYS = ("first", "last")
 RANGE_KEYS = (*COUNT_KEYS, "from", "to")
 RANGE_SHAPES = (("first",), ("last",), ("from", "to"))
 RESERVED_KEYS = (LANGUAGE_MODEL_KEY, MODULES_KEY, EXCEPT_KEY)
-SECTION = "freeze_config"
 EMBEDDINGS_HINT = (
     "`freeze_embeddings` was never read by the old freezing code (recipes trained with it ignored), "
     "so it has no meaning to carry over; `mmfreeze migrate` removes it. To freeze the token "
@@ -138,39 +136,6 @@ class Selection:
     @property
     def kept_trainable(self) -> frozenset[str]:
         return frozenset(name for selected in self.exceptions for name in selected.names)
-
-
-def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:
-    """Which engine a `freeze_config` section asks for.
-
-    ``None`` (no section, or ``freeze_config: ~``) is absent. An empty mapping is legacy, since the
-    old engine froze vision for ``{}`` and every tracked recipe was written for it. A section of
-    framework keys (``freeze_*``, ``unfreeze_modules``) is ``selectors`` when it has
-    ``freeze_modules`` or ``unfreeze_modules`` (nemo-automodel 0.7), else legacy; one that also
-    has new keys is an error.
-    """
-    if section is None:
-        return "absent"
-    if not isinstance(section, Mapping):
-        raise FreezeConfigError(
-            f"must be a mapping, got {type(section).__name__} {section!r}", source=source, key=SECTION
-        )
-    legacy = [key for key in section if is_framework_key(key)]
-    if not section or len(legacy) == len(section):
-        return "selectors" if any(key in section for key in SELECTOR_KEYS) else "legacy"
-    if legacy:
-        new = [key for key in section if not is_framework_key(key)]
-        raise FreezeConfigError(
-            f"mixes legacy keys ({', '.join(map(str, legacy))}) with new keys ({', '.join(map(str, new))}); "
-            "write one vocabulary (`mmfreeze migrate` converts the legacy one)",
-            source=source, key=SECTION,
-        )
-    return "new"
-
-
-def is_framework_key(key: Any) -> bool:
-    """A key of the framework's own vocabularies (legacy ``freeze_*`` flags, 0.7 selectors)."""
-    return isinstance(key, str) and (key in LEGACY_KEYS or key in SELECTOR_KEYS or key.startswith("freeze_"))
 
 
 def parse_freeze_config(data: Any, *, source: str | None = None) -> FreezeConfig:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmfreeze.freeze.config import Vocabulary, detect_vocabulary
+from mmfreeze.freeze.keys import Vocabulary, detect_vocabulary
 from mmfreeze.freeze.framework import detect_rules, framework_freeze_steps, parse_framework_freeze_config
 from mmfreeze.freeze.invariants import invariant_freezes
 from mmfreeze.freeze.new import plan_new_freeze

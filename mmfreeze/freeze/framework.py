@@ -20,23 +20,20 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.legacy import (
-    LEGACY_FLAGS,
+from mmfreeze.freeze.keys import (
+    BOOLEAN_KEYS,
+    FRAMEWORK_KEYS,
+    SECTION,
+    SELECTOR_KEYS,
     VIDEO_EMBEDDER_KEY,
-    VIDEO_EMBEDDER_SUBSTRING,
-    LegacyFlag,
-    flag_matches,
-    plan_legacy_freeze,
+    strict_problems,
 )
+from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING, LegacyFlag, flag_matches, plan_legacy_freeze
 from mmfreeze.freeze.plan import parameters_under_any
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
-from mmfreeze.suggest import closest_paths, did_you_mean
+from mmfreeze.suggest import closest_paths
 
-SECTION = "freeze_config"
-SELECTOR_KEYS = ("freeze_modules", "unfreeze_modules")
-BOOLEAN_KEYS = (*(flag.key for flag in LEGACY_FLAGS), VIDEO_EMBEDDER_KEY)
-FRAMEWORK_KEYS = (*SELECTOR_KEYS, *BOOLEAN_KEYS)
 WRAPPER_COMPONENTS = ("_checkpoint_wrapped_module.", "_orig_mod.")
 """Removed from module paths before selectors are matched (``canonical_parameter_fqn``)."""
 VIDEO_EMBEDDER_MODULES = LegacyFlag(
@@ -86,19 +83,6 @@ def detect_rules(section: Any) -> FrameworkRules:
     if not problems:
         return CURRENT_RULES
     return FrameworkRules(release="0.6", reason=f"0.7 rejects {'; '.join(problems)}")
-
-
-def strict_problems(section: Mapping[str, Any]) -> list[str]:
-    """What 0.7's ``parse_freeze_config`` rejects in ``section`` (keys and boolean values only)."""
-    problems = []
-    for key in section:
-        if key not in FRAMEWORK_KEYS:
-            problems.append(f"{SECTION}.{key}: unknown key{did_you_mean(str(key), FRAMEWORK_KEYS, cutoff=0.8)}")
-    for key in BOOLEAN_KEYS:
-        value = section.get(key)
-        if value is not None and not isinstance(value, bool):
-            problems.append(f"{SECTION}.{key}: {value!r} (not a boolean)")
-    return problems
 
 
 def parse_framework_freeze_config(

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mmfreeze.freeze.keys import IGNORED_KEYS, LEGACY_FLAG_KEYS, LEGACY_KEYS, VIDEO_EMBEDDER_KEY
 from mmfreeze.freeze.plan import FreezePlan, parameters_under_any, plan_from_matches
 from mmfreeze.models.structure import ModelStructure
 
@@ -33,19 +34,16 @@ class LegacyFlag:
     substrings: tuple[str, ...]
 
 
+_VISION, _AUDIO, _LANGUAGE = LEGACY_FLAG_KEYS
 LEGACY_FLAGS = (
-    LegacyFlag(key="freeze_vision_tower", default=True, root_attribute="vision_tower",
+    LegacyFlag(key=_VISION, default=True, root_attribute="vision_tower",
                substrings=("vision", "visual", "image_encoder")),
-    LegacyFlag(key="freeze_audio_tower", default=False, root_attribute="audio_tower",
+    LegacyFlag(key=_AUDIO, default=False, root_attribute="audio_tower",
                substrings=("audio", "audio_encoder", "speech", "sound")),
-    LegacyFlag(key="freeze_language_model", default=False, root_attribute="language_model",
+    LegacyFlag(key=_LANGUAGE, default=False, root_attribute="language_model",
                substrings=("language", "text", "llm")),
 )
-VIDEO_EMBEDDER_KEY = "freeze_video_embedder"
 VIDEO_EMBEDDER_SUBSTRING = "patch_generator.video_embedder"
-IGNORED_KEYS = ("freeze_embeddings",)
-"""Read by nothing in the legacy training code, yet common in recipes."""
-LEGACY_KEYS = frozenset({flag.key for flag in LEGACY_FLAGS} | {VIDEO_EMBEDDER_KEY, *IGNORED_KEYS})
 
 
 def plan_legacy_freeze(structure: ModelStructure, freeze_config: Mapping[str, Any] | None) -> FreezePlan:

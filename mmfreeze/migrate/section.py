@@ -16,10 +16,19 @@ from typing import Any, Literal
 
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.apply import with_invariants
-from mmfreeze.freeze.config import SECTION, FreezeConfig, Vocabulary, check_against_model, detect_vocabulary
+from mmfreeze.freeze.config import FreezeConfig, check_against_model
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
-from mmfreeze.freeze.framework import FRAMEWORK_KEYS, SELECTOR_KEYS, parse_framework_freeze_config
-from mmfreeze.freeze.legacy import IGNORED_KEYS, LEGACY_FLAGS, VIDEO_EMBEDDER_KEY
+from mmfreeze.freeze.framework import parse_framework_freeze_config
+from mmfreeze.freeze.keys import (
+    FRAMEWORK_KEYS,
+    IGNORED_KEYS,
+    SECTION,
+    SELECTOR_KEYS,
+    VIDEO_EMBEDDER_KEY,
+    Vocabulary,
+    detect_vocabulary,
+)
+from mmfreeze.freeze.legacy import LEGACY_FLAGS
 from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import frozen_after
 from mmfreeze.freeze.targets import FreezeTargets, roles_by_modality

@@ -23,7 +23,8 @@ from typing import Any
 
 from mmfreeze.freeze.apply import apply_freeze_config
 from mmfreeze.freeze.config import FreezeConfig as NewFreezeConfig
-from mmfreeze.freeze.config import detect_vocabulary, parse_freeze_config
+from mmfreeze.freeze.config import parse_freeze_config
+from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.nemo.context import RunContext
 from mmfreeze.resolver.paths import strip_wrapper_segments
 

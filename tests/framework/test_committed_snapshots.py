@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from mmfreeze.freeze.config import detect_vocabulary
-from mmfreeze.freeze.framework import strict_problems
+from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
 from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.snapshots.compress import expand_lines
 from mmfreeze.snapshots.format import parse_snapshot

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mmfreeze.freeze.config import detect_vocabulary
+from mmfreeze.freeze.keys import detect_vocabulary
 from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT
 from tests.nemo.framework_pipeline import BUILDERS, framework_outcome, mmfreeze_outcome, read_recipe
 from tests.nemo.framework_env import requires_framework

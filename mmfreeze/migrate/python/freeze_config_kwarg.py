@@ -26,7 +26,7 @@ from libcst import matchers as m
 from libcst.metadata import PositionProvider
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.config import detect_vocabulary
+from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.migrate.python.apply_parameter_freezing import LEGACY_FUNCTION, NEW_FUNCTION
 from mmfreeze.migrate.python.context import PythonContext
 from mmfreeze.migrate.python.dict_translate import literal_section
