@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mmfreeze.distributed.config import CONFIG_KEY, FRAME_SHARDING_KEYS
-from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING
+from mmfreeze.distributed.legacy_keys import NESTED_PATHS
 from mmfreeze.freeze.keys import SECTION as FREEZE_SECTION
 from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
 
@@ -69,8 +69,7 @@ def native_support(document: Mapping[str, Any]) -> NativeSupport:
     distributed = distributed if isinstance(distributed, Mapping) else {}
     rejected = strict_problems(freeze) if vocabulary == "legacy" else []
     # 0.7 passes unknown flat keys to its strategy dataclass, which rejects them; `migrate` nests them.
-    rejected += [f"distributed.{key}: legacy key" for key in (LEGACY_FROZEN_SHARDING, LEGACY_FRAME_SHARDING)
-                 if key in distributed]
+    rejected += [f"distributed.{key}: legacy key" for key in NESTED_PATHS if key in distributed]
     if rejected:
         return NativeSupport(verdict="rejected by nemo-automodel 0.7", keys=tuple(rejected))
     needs = [f"{FREEZE_SECTION}.{key}" for key in freeze] if vocabulary == "new" else []

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
 from mmfreeze.freeze.engine import FrozenSetResult
-from mmfreeze.freeze.recipe_model import recipe_frozen_set, recipe_trained_model
+from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.overrides import override_specs
+from mmfreeze.resolver.resolve import resolve_structure
 
 if TYPE_CHECKING:
     from mmfreeze.recipes.recipe import Recipe
@@ -29,7 +30,7 @@ def explain_recipe(
     """
     overrides = override_specs(recipe.module_overrides)
     frozen = recipe_frozen_set(recipe, loaded.structure)
-    inventory = recipe_trained_model(recipe, loaded.structure).inventory
+    inventory = resolve_structure(frozen.structure, override_specs=overrides)  # LoRA already injected there
     return {
         **explain_model(recipe, loaded),
         "multimodal_modules": explain_inventory(inventory),

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.framework import ModuleSelector
-from mmfreeze.freeze.keys import SECTION, Vocabulary, detect_vocabulary, is_framework_key
+from mmfreeze.freeze.keys import SECTION, is_framework_key
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, LayerStack
 from mmfreeze.suggest import closest_paths, did_you_mean, suggestion
 

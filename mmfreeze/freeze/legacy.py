@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mmfreeze.freeze.keys import IGNORED_KEYS, LEGACY_FLAG_KEYS, LEGACY_KEYS, VIDEO_EMBEDDER_KEY
+from mmfreeze.freeze.keys import LEGACY_FLAG_KEYS, VIDEO_EMBEDDER_KEY
 from mmfreeze.freeze.plan import FreezePlan, parameters_under_any, plan_from_matches
 from mmfreeze.models.structure import ModelStructure
 

@@ -9,6 +9,8 @@ too (:data:`mmfreeze.releases.MISREAD_BEFORE_07` says what they would do).
 
 from __future__ import annotations
 
+from packaging.version import Version
+
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.releases import INTEGRATION_RELEASES as SUPPORTED_RELEASES
 from mmfreeze.releases import MISREAD_BEFORE_07
@@ -27,7 +29,7 @@ def check_supported_release() -> str:
         raise IntegrationError(
             f"{FRAMEWORK_PACKAGE} is not installed; the integration supports {supported} "
             f"(pip install {FRAMEWORK_PACKAGE}=={SUPPORTED_RELEASES[-1]})", key="mmfreeze.nemo")
-    hazard = f"; {MISREAD_BEFORE_07}" if installed.startswith(("0.6", "0.5", "0.4")) else ""
+    hazard = f"; {MISREAD_BEFORE_07}" if Version(installed) < Version("0.7") else ""
     raise IntegrationError(
         f"{FRAMEWORK_PACKAGE} {installed} is installed, but the integration supports only {supported}; "
         f"nothing was patched{hazard}", key="mmfreeze.nemo")

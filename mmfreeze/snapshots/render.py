@@ -39,7 +39,7 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
 
 def native_summary(outcomes: Sequence[RecipeOutcome]) -> str:
     """One line: how many recipes nemo-automodel 0.7 runs natively and how many need ``mmfreeze.nemo``."""
-    verdicts = [outcome.nemo_automodel.split(" (")[0] for outcome in outcomes if outcome.nemo_automodel]
+    verdicts = [outcome.nemo_automodel.verdict for outcome in outcomes if outcome.nemo_automodel]
     if not verdicts:
         return ""
     counts = ", ".join(f"{v} {verdicts.count(v)}" for v in NATIVE_VERDICTS if v in verdicts)
@@ -55,7 +55,7 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
             continue
         lines.append(f"{outcome.recipe}: {STATUS_TITLES[outcome.status]} ({outcome.snapshot})")
         if outcome.nemo_automodel:
-            lines.append(f"  nemo-automodel 0.7: {outcome.nemo_automodel}")
+            lines.append(f"  nemo-automodel 0.7: {outcome.nemo_automodel.describe()}")
         if outcome.message:
             lines.append(f"  {outcome.message}")
         if outcome.change is not None:
@@ -71,7 +71,8 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
 def render_json(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
     counts = {status: sum(o.status == status for o in outcomes) for status in STATUS_TITLES}
     counts["orphaned"] = len(orphans)
-    counts["nemo_automodel"] = {v: sum(o.nemo_automodel.split(" (")[0] == v for o in outcomes) for v in NATIVE_VERDICTS}
+    counts["nemo_automodel"] = {v: sum(o.nemo_automodel is not None and o.nemo_automodel.verdict == v for o in outcomes)
+                                for v in NATIVE_VERDICTS}
     payload = {
         "summary": counts,
         "recipes": [asdict(outcome) for outcome in outcomes],
@@ -91,7 +92,7 @@ def _md_summary_row(outcome: RecipeOutcome) -> str:
     frozen = describe_total(change.newly_frozen) if change else ""
     trainable = describe_total(change.newly_trainable) if change else ""
     return (f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} "
-            f"| {html.escape(outcome.nemo_automodel)} |")
+            f"| {html.escape(outcome.nemo_automodel.describe() if outcome.nemo_automodel else '')} |")
 
 
 def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mmfreeze.distributed.native import NativeSupport
 from mmfreeze.snapshots.diff import RecipeChange
 
 Status = Literal["passed", "changed", "missing", "written", "updated", "input_error"]
@@ -22,9 +23,9 @@ class RecipeOutcome:
     """Why: the input error, or why no detailed change could be computed."""
     change: RecipeChange | None = None
     """For ``changed`` and ``updated``: what moved."""
-    nemo_automodel: str = ""
+    nemo_automodel: NativeSupport | None = None
     """Whether nemo-automodel 0.7 runs the recipe natively or needs ``mmfreeze.nemo``, and which keys
-    decide it (:func:`mmfreeze.distributed.native.native_support`); empty when the recipe could not be read."""
+    decide it; ``None`` when the recipe could not be read."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.config import (
-    FreezeConfig, LayerRange, check_against_model, detect_vocabulary, parse_freeze_config,
-)
+from mmfreeze.freeze.config import FreezeConfig, LayerRange, check_against_model, parse_freeze_config
 from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.resolver import resolve_structure
 from tests.freeze.test_new_vocabulary import QWEN2_VL, structure

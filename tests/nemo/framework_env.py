@@ -11,7 +11,7 @@ def _framework_importable() -> bool:
     if importlib.util.find_spec("nemo_automodel") is None:
         return False
     try:
-        import nemo_automodel._transformers.infrastructure  # noqa: F401
+        importlib.import_module("nemo_automodel._transformers.infrastructure")
     except ImportError:
         return False
     return True

@@ -1,6 +1,7 @@
 """A recipe's trainability sections through nemo-automodel's own pipeline, on a meta-built model.
 
-Nothing here restates the framework's rules: LoRA goes through its ``PeftConfig`` and
+Recipe documents are plain dicts and lists (safe YAML), as the recipe hands its sections over
+(``ConfigNode.to_dict()``). Nothing here restates the framework's rules: LoRA goes through its ``PeftConfig`` and
 ``apply_lora_to_linear_modules``, `freeze_config` through its ``parse_freeze_config`` and
 ``_apply_trainability_policy``, each looked up on the framework's module when it is called (so
 an installed integration is what runs). The models are built once per (model, builder) on meta,
@@ -10,7 +11,6 @@ by mmfreeze's one meta-device build, and copied for each recipe.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,7 @@ def framework_outcome(path: Path, builder: str) -> Outcome:
         if peft is not None:
             peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
             apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
-        parsed = model_utils.parse_freeze_config(plain(document.get("freeze_config")))
+        parsed = model_utils.parse_freeze_config(document.get("freeze_config"))
         infrastructure._apply_trainability_policy(
             model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
     except Exception as error:  # noqa: BLE001 - the framework's own rejection is the outcome
@@ -85,11 +85,3 @@ def mmfreeze_outcome(path: Path, builder: str) -> Outcome:
     return Outcome(trainable=frozenset(
         name for info in result.structure.parameters if info.name not in result.frozen for name in info.names))
 
-
-def plain(value: Any) -> Any:
-    """The section as the recipe hands it over (``ConfigNode.to_dict()``): plain dicts and lists."""
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value

@@ -17,7 +17,7 @@ import pytest
 from mmfreeze.distributed.config import FrameShardingConfig
 from mmfreeze.distributed.native import native_support
 from tests.nemo.framework_env import requires_framework
-from tests.nemo.framework_pipeline import plain, read_recipe
+from tests.nemo.framework_pipeline import read_recipe
 from tests.nemo.test_corpus_through_framework import CORPUS, FRAMEWORK_VOCABULARY, label
 
 pytestmark = [pytest.mark.framework, requires_framework]
@@ -34,7 +34,7 @@ def framework_rejections(document: dict[str, Any]) -> list[str]:
         if section is None:
             continue
         try:
-            parse(plain(section))
+            parse(section)
         except (TypeError, ValueError) as error:
             rejections.append(f"{type(error).__name__}: {error}")
     return rejections

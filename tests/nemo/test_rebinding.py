@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -34,10 +33,8 @@ def policy() -> Iterator[object]:
     from nemo_automodel._transformers import infrastructure
 
     from mmfreeze import nemo
-    from tests.nemo.framework_pipeline import plain
-
     installation = nemo.install(RECIPE, guard=False)
-    section = infrastructure.parse_freeze_config(plain(read_recipe(RECIPE).document["freeze_config"]))
+    section = infrastructure.parse_freeze_config(read_recipe(RECIPE).document["freeze_config"])
     try:
         yield partial(infrastructure._apply_trainability_policy, peft_enabled=False, freeze_config=section)
     finally:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+from mmfreeze.distributed.native import NativeSupport
 from mmfreeze.resolver.labels import ModuleGroup
 from mmfreeze.snapshots.diff import HeaderChange, RecipeChange
 from mmfreeze.snapshots.render import render_json, render_markdown, render_text
@@ -68,9 +69,9 @@ def test_counts_say_tensors_and_parameters() -> None:
 
 NATIVE_OUTCOMES = [
     RecipeOutcome(recipe="cfg/new.yaml", snapshot="s/new", status="changed", change=CHANGE,
-                  nemo_automodel="needs the integration (freeze_config.vision)"),
-    RecipeOutcome(recipe="cfg/old.yaml", snapshot="s/old", status="passed", nemo_automodel="native"),
-    RecipeOutcome(recipe="cfg/other.yaml", snapshot="s/other", status="passed", nemo_automodel="native"),
+                  nemo_automodel=NativeSupport(verdict="needs the integration", keys=("freeze_config.vision",))),
+    RecipeOutcome(recipe="cfg/old.yaml", snapshot="s/old", status="passed", nemo_automodel=NativeSupport(verdict="native")),
+    RecipeOutcome(recipe="cfg/other.yaml", snapshot="s/other", status="passed", nemo_automodel=NativeSupport(verdict="native")),
 ]
 
 
@@ -83,4 +84,6 @@ def test_every_report_says_how_nemo_automodel_runs_the_recipes() -> None:
     assert "| needs the integration (freeze_config.vision) |" in markdown and summary in markdown
     data = json.loads(render_json(NATIVE_OUTCOMES, []))
     assert data["summary"]["nemo_automodel"] == {"native": 2, "needs the integration": 1, "rejected by nemo-automodel 0.7": 0}
-    assert [r["nemo_automodel"] for r in data["recipes"]] == [o.nemo_automodel for o in NATIVE_OUTCOMES]
+    assert [r["nemo_automodel"] for r in data["recipes"]] == [
+        {"verdict": "needs the integration", "keys": ["freeze_config.vision"]},
+        {"verdict": "native", "keys": []}, {"verdict": "native", "keys": []}]
