@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,11 +14,28 @@ EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mmfreeze-cache"))
+    # One cache per test run: pytest-xdist workers each get a folder below the run's, and share the
+    # run's cache (entries are renamed into place, so concurrent writers are safe).
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(run / "mmfreeze-cache"))
 
 # The corpus as it was before `mmfreeze migrate example_configs` (legacy vocabulary), kept so the
 # legacy engine and the migration stay tested on it.
 LEGACY_CORPUS = REPO_ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
+
+
+def top_level_environment() -> dict[str, str]:
+    """This process's environment without pytest-xdist's worker variables: a repository's own
+    pytest run, started by a test, is a top-level run (syrupy would otherwise act as a worker)."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST_")}
+
+
+def recipes_under(folder: Path) -> tuple[Path, ...]:
+    """Every recipe under ``folder``, found as the command line finds them (no exclusions)."""
+    from mmfreeze.recipes.discovery import RecipeFinder
+
+    return RecipeFinder(root=REPO_ROOT).discover([folder]).recipes
 
 REQUIRE_FRAMEWORK_TESTS = "MMFREEZE_REQUIRE_FRAMEWORK_TESTS"
 """Set to 1 by `.ci/framework_env`: there a skipped `framework` test is a failure, since that
@@ -25,11 +44,38 @@ environment exists to run them (a moved pin would otherwise skip them and stay g
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
-    import os
-
     outcome = yield
     report = outcome.get_result()
     if report.skipped and os.environ.get(REQUIRE_FRAMEWORK_TESTS) == "1" and item.get_closest_marker("framework"):
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"a framework test was skipped in the framework environment ({REQUIRE_FRAMEWORK_TESTS}=1): {reason}"
+
+
+TALLY_PROPERTY = "differential_tally"
+"""A differential test's cases compared with zero differences, by kind, as a report property:
+added up from the reports, so the count is whole when pytest-xdist runs the tests in workers."""
+TALLY: Counter[str] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Reports reach this hook in the process that prints the summary, with or without pytest-xdist;
+    # the teardown report carries the test's properties again.
+    if report.when != "call":
+        return
+    for name, value in report.user_properties:
+        if name == TALLY_PROPERTY:
+            TALLY.update(value)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many differential cases matched the framework (the issue asks for the counts)."""
+    if not TALLY:
+        return  # no differential test ran (or nemo-automodel is not installed)
+    from tests.framework.oracle import installed_release
+
+    kinds = ", ".join(f"{kind} {TALLY[kind]}" for kind in ("legacy", "selector", "lora", "rejection", "pre-0.7"))
+    terminalreporter.write_line(
+        f"differential vs nemo-automodel {installed_release()}: {TALLY['models']} models with zero differences "
+        f"in every case; cases equal by kind: {kinds}"
+    )

@@ -23,10 +23,11 @@ def run_framework_tests(required: bool) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != REQUIRE_FRAMEWORK_TESTS}
     if required:
         env[REQUIRE_FRAMEWORK_TESTS] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "framework", SKIPPING],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "framework", SKIPPING],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(FRAMEWORK_IMPORTABLE, reason="needs an environment where the framework tests skip (the main one)")
 def test_skipped_framework_tests_fail_the_run_only_where_they_are_required() -> None:
     assert run_framework_tests(required=False).returncode == 0

@@ -54,11 +54,10 @@ def test_the_readme_and_the_training_page_give_the_corpus_native_counts() -> Non
     integration, computed from the corpus (the verdict itself is checked against the framework's
     parsers in tests/nemo/test_native_verdict.py)."""
     from mmfreeze.distributed.native import native_support
-    from mmfreeze.recipes.discovery import find_recipes
     from mmfreeze.recipes.recipe import read_yaml
-    from tests.conftest import EXAMPLE_CONFIGS
+    from tests.conftest import EXAMPLE_CONFIGS, recipes_under
 
-    verdicts = [native_support(read_yaml(path)).verdict for path in find_recipes([EXAMPLE_CONFIGS])]
+    verdicts = [native_support(read_yaml(path)).verdict for path in recipes_under(EXAMPLE_CONFIGS)]
     needs, native = verdicts.count("needs the integration"), verdicts.count("native")
     assert needs + native == len(verdicts)
     readme = (REPO_ROOT / "README.md").read_text()

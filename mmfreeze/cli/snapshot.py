@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -23,11 +24,11 @@ from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.batch import BuildTick, start_workers
-from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, render_markdown
 from mmfreeze.snapshots.results import SnapshotRunResult
-from mmfreeze.snapshots.run import Mode, RunRequest, run_snapshots
+from mmfreeze.snapshots.plugin import SnapshotRun
+from mmfreeze.snapshots.run import Mode, run_snapshots
 
 EPILOG = (
     "Recipes are the YAML files under PATHS with a top-level `model:` key that [tool.mmfreeze] exclude does "
@@ -98,16 +99,14 @@ def snapshot(
         require_recipes_in_each(paths, discovery)
         for path in paths:
             recipe_key(path, settings.root)
-        request = RunRequest(
-            paths=paths, root=settings.root, snapshot_dir=settings.snapshots, mode=mode,
-            allow_targets=tuple(f"{t}={a}" for t, a in settings.allow_targets.items()), configs_dir=settings.configs,
-            exclude=settings.exclude, documents=finder.documents,
-            cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network, workers=workers,
-            builder=settings.builder, builder_fallback=settings.builder_fallback,
+        run = SnapshotRun.from_settings(
+            settings, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
+            documents=finder.documents, cache_dir=cache_directory(cache_dir, no_cache),
+            allow_network=allow_network, workers=workers,
         )
-        if recipes and FrozenSetCache(cache_directory(cache_dir, no_cache)).is_empty():
+        if recipes and run.loading.frozen_sets.is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
-        result = _run(request, total=len(recipes), show=not quiet and (progress or not in_ci()))
+        result = _run(paths, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -122,7 +121,7 @@ def snapshot(
     raise SystemExit(exit_code_for(result))
 
 
-def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:
+def _run(paths: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, total: int, show: bool) -> SnapshotRunResult:
     with Progress(console=err, transient=True, disable=not show) as progress:
         task = progress.add_task("checking snapshots", total=total)
 
@@ -133,8 +132,8 @@ def _run(request: RunRequest, *, total: int, show: bool) -> SnapshotRunResult:
                 highlight=False,
             )
 
-        return run_snapshots(request, on_progress=lambda done, _: progress.update(task, completed=done),
-                             on_build=built if show else None)
+        return run_snapshots(paths, mode, replace(run, on_build=built if show else None),
+                             on_progress=lambda done, _: progress.update(task, completed=done))
 
 
 def _report_text(result: SnapshotRunResult, report_format: str, *, whole: bool) -> str:

@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.framework import ModuleSelector
 from mmfreeze.freeze.keys import SECTION, is_framework_key
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, LayerStack
-from mmfreeze.suggest import closest_paths, did_you_mean, suggestion
+from mmfreeze.freeze.selectors import MODULE_SELECTOR_KINDS, ModuleSelector, parse_module_selector, unmatched
+from mmfreeze.suggest import did_you_mean
 
 MODULES_KEY = "modules"
 EXCEPT_KEY = "except"
 LAYERS_KEY = "layers"
-SELECTOR_KINDS = ("path", "glob", LAYERS_KEY)
+SELECTOR_KINDS = (*MODULE_SELECTOR_KINDS, LAYERS_KEY)
 COUNT_KEYS = ("first", "last")
 RANGE_KEYS = (*COUNT_KEYS, "from", "to")
 RANGE_SHAPES = (("first",), ("last",), ("from", "to"))
@@ -51,8 +51,8 @@ EMBEDDINGS_HINT = (
     "embeddings explicitly, list their module path under `modules:` "
     "(e.g. `modules: [model.language_model.embed_tokens]`; `mmfreeze explain` shows the paths)"
 )
-SELECTOR_HINT = ("a selector is a module path, {path: X}, {glob: X}, or a layer range "
-                 "{layers: GROUP, first: N} / {layers: GROUP, last: N} / {layers: GROUP, from: A, to: B}")
+SELECTOR_SHAPES = ("a module path, `{path: X}`, `{glob: X}`, or a layer range "
+                   "`{layers: GROUP, first: N}` / `{layers: GROUP, last: N}` / `{layers: GROUP, from: A, to: B}`")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +187,7 @@ def _check_bool(value: Any, where: str, problems: list[str]) -> None:
 
 def _parse_selectors(key: str, value: Any, problems: list[str]) -> tuple[Selector, ...]:
     if not isinstance(value, list):
-        problems.append(f"{SECTION}.{key}: must be a list of selectors ({SELECTOR_HINT}), got {value!r}")
+        problems.append(f"{SECTION}.{key}: must be a list of selectors, each {SELECTOR_SHAPES}; got {value!r}")
         return ()
     parsed = (_parse_selector(item, f"{key}[{index}]", problems) for index, item in enumerate(value))
     return tuple(selector for selector in parsed if selector is not None)
@@ -198,16 +198,11 @@ def _parse_selector(item: Any, where: str, problems: list[str]) -> Selector | No
         return ModuleSelector(where=where, path=item)
     if isinstance(item, Mapping) and LAYERS_KEY in item:
         return _parse_layer_range(item, where, problems)
-    if isinstance(item, Mapping) and len(item) == 1 and next(iter(item)) in ("path", "glob"):
-        kind, value = next(iter(item.items()))
-        if isinstance(value, str) and value.strip():
-            return ModuleSelector(where=where, **{kind: value})
-        problems.append(f"{SECTION}.{where}.{kind}: must be a non-empty string, got {value!r}")
+    try:
+        return parse_module_selector(item, where, kinds=SELECTOR_KINDS, shapes=SELECTOR_SHAPES)
+    except FreezeConfigError as error:
+        problems.append(f"{error.key}: {error.message}")
         return None
-    unknown = [key for key in item if key not in SELECTOR_KINDS] if isinstance(item, Mapping) else []
-    hint = "".join(did_you_mean(str(key), SELECTOR_KINDS) for key in unknown)
-    problems.append(f"{SECTION}.{where}: {SELECTOR_HINT}; got {item!r}{hint}")
-    return None
 
 
 def _parse_layer_range(item: Mapping[str, Any], where: str, problems: list[str]) -> LayerRange | None:
@@ -293,33 +288,14 @@ def _describe(selector: Selector) -> str:
 def _select(selector: Selector, targets: FreezeTargets) -> tuple[frozenset[str], str | None]:
     if isinstance(selector, LayerRange):
         return _select_layers(selector, targets)
-    if selector.path is not None:
-        names = targets.subtree.get(selector.path)
-        return (names, None) if names else (frozenset(), _not_a_path(selector.path, targets))
-    matched = selector.select(targets.module_paths)
-    names = targets.names_under(matched)
+    if selector.path is not None:  # a module's subtree, or one parameter
+        names = targets.subtree.get(selector.path, frozenset())
+    else:
+        names = targets.names_under(selector.select(targets.module_paths))
     if names:
         return names, None
-    if matched:
-        return names, f"glob {selector.glob!r} matches {len(matched)} modules but no parameter"
-    return names, (f"glob {selector.glob!r} matches no module path of this model{_glob_hint(selector.glob or '', targets)}"
-                   "; globs are matched against full canonical module paths (`*` crosses dots)")
-
-
-def _not_a_path(path: str, targets: FreezeTargets) -> str:
-    nearest = closest_paths(path, targets.subtree, count=3, cutoff=0.5)
-    hint = f"{suggestion(nearest[0])}; nearest existing paths: {', '.join(nearest)}" if nearest else ""
-    return f"{path!r} is not a module path of this model{hint}"
-
-
-def _glob_hint(glob: str, targets: FreezeTargets) -> str:
-    """Suggest the glob with its literal head replaced by the nearest real module path."""
-    head = glob[: min((glob.find(c) for c in "*?[" if c in glob), default=len(glob))]
-    literal = head.rstrip(".")
-    nearest = closest_paths(literal, targets.module_paths, count=1, cutoff=0.6) if literal else []
-    if not nearest:
-        return ""
-    return suggestion(nearest[0] + glob[len(literal):])
+    matched = selector.select(targets.module_paths)
+    return names, unmatched(selector, matched_modules=len(matched), module_paths=targets.module_paths)
 
 
 def _select_layers(selector: LayerRange, targets: FreezeTargets) -> tuple[frozenset[str], str | None]:

@@ -14,9 +14,8 @@ removed; it takes the module's whole subtree; one that matches no parameter is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
 from mmfreeze.exceptions import FreezeConfigError
@@ -30,9 +29,9 @@ from mmfreeze.freeze.keys import (
 )
 from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING, LegacyFlag, flag_matches, plan_legacy_freeze
 from mmfreeze.freeze.plan import parameters_under_any
+from mmfreeze.freeze.selectors import MODULE_SELECTOR_SHAPES, ModuleSelector, parse_module_selector, unmatched
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
-from mmfreeze.suggest import closest_paths
 
 WRAPPER_COMPONENTS = ("_checkpoint_wrapped_module.", "_orig_mod.")
 """Removed from module paths before selectors are matched (``canonical_parameter_fqn``)."""
@@ -40,27 +39,6 @@ VIDEO_EMBEDDER_MODULES = LegacyFlag(
     key=VIDEO_EMBEDDER_KEY, default=False, root_attribute=None, substrings=(VIDEO_EMBEDDER_SUBSTRING,)
 )
 """0.7 freezes the video embedder by module path (0.6 tested parameter names)."""
-
-
-@dataclass(frozen=True)
-class ModuleSelector:
-    """``{path: X}`` or ``{glob: X}``; ``where`` names it in errors (``freeze_modules[0]``)."""
-
-    where: str
-    path: str | None = None
-    glob: str | None = None
-
-    def matches(self, module_path: str) -> bool:
-        if self.path is not None:
-            return module_path == self.path
-        return fnmatchcase(module_path, self.glob or "")
-
-    def select(self, module_paths: Iterable[str], *, key: Callable[[str], str] = lambda path: path) -> list[str]:
-        """The ``module_paths`` this selector matches, tested as ``key(path)``, in the given order."""
-        return [path for path in module_paths if self.matches(key(path))]
-
-    def describe(self) -> str:
-        return f"path: {self.path}" if self.path is not None else f"glob: {self.glob}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,22 +87,10 @@ def _selectors(section: Mapping[str, Any], key: str, source: str | None) -> tupl
     entries = section[key]
     if not isinstance(entries, list):
         raise FreezeConfigError(
-            f"must be a list of selectors such as `- path: model.visual` or `- glob: '*.visual.merger*'`; got {entries!r}",
+            f"must be a list of selectors, each {MODULE_SELECTOR_SHAPES}; got {entries!r}",
             source=source, key=f"{SECTION}.{key}",
         )
-    return tuple(_selector(entry, f"{key}[{index}]", source) for index, entry in enumerate(entries))
-
-
-def _selector(entry: Any, where: str, source: str | None) -> ModuleSelector:
-    if not isinstance(entry, Mapping) or len(entry) != 1 or next(iter(entry)) not in ("path", "glob"):
-        raise FreezeConfigError(
-            f"a selector has exactly one key, `path` (exact module path) or `glob` (fnmatch pattern); got {entry!r}",
-            source=source, key=f"{SECTION}.{where}",
-        )
-    kind, value = next(iter(entry.items()))
-    if not isinstance(value, str) or not value:
-        raise FreezeConfigError(f"`{kind}` must be a non-empty string; got {value!r}", source=source, key=f"{SECTION}.{where}")
-    return ModuleSelector(where=where, **{kind: value})
+    return tuple(parse_module_selector(entry, f"{key}[{index}]", source=source) for index, entry in enumerate(entries))
 
 
 def canonical_module_path(path: str) -> str:
@@ -155,16 +121,10 @@ def _selected_parameters(
     matched = selector.select((path for path in structure.modules if path), key=canonical_module_path)
     names = list(parameters_under_any(structure, matched))
     if strict and not names:
+        paths = [path for path in structure.modules if path and path not in structure.module_aliases]
         raise FreezeConfigError(
-            f"selector `{selector.describe()}` matches no parameter of this model (nemo-automodel 0.7 "
-            f"rejects it; selectors match the full module path){_nearest(structure, selector)}",
+            f"{unmatched(selector, matched_modules=len(matched), module_paths=paths)} "
+            "(nemo-automodel 0.7 rejects a selector that selects no parameter)",
             source=source, key=f"{SECTION}.{selector.where}",
         )
     return names
-
-
-def _nearest(structure: ModelStructure, selector: ModuleSelector) -> str:
-    wanted = selector.path if selector.path is not None else (selector.glob or "").replace("*", "")
-    paths = [path for path in structure.modules if path and path not in structure.module_aliases]
-    nearest = closest_paths(wanted, paths, count=3, cutoff=0.5)
-    return f"; nearest module paths: {', '.join(nearest)}" if nearest else ""

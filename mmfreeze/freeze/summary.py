@@ -32,18 +32,6 @@ class GroupSummary:
         return "frozen" if self.frozen_tensors == self.tensors else "partly frozen"
 
 
-def parameter_groups(inventory: ResolvedInventory) -> dict[str, str]:
-    """Raw parameter name -> the section key of its group (``vision.tower``, ``language_model``, ``unowned``).
-
-    Report labels (which module a parameter belongs to) are :mod:`mmfreeze.resolver.labels`."""
-    raw = inventory.raw_parameter_names
-    groups = {raw[name]: group_key(info.spec.modality, info.spec.role)
-              for info in inventory.modules for name in info.parameters}
-    groups.update((raw[name], LANGUAGE_MODEL_GROUP) for name in inventory.language_model.parameters)
-    groups.update((raw[name], UNOWNED_GROUP) for name in inventory.unowned)
-    return groups
-
-
 def summarize_frozen(
     inventory: ResolvedInventory, structure: ModelStructure, frozen: Collection[str]
 ) -> tuple[GroupSummary, ...]:

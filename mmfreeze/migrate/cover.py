@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.selectors import ModuleSelector
 from mmfreeze.freeze.targets import FreezeTargets, LayerStack
 from mmfreeze.migrate.section import Entry
 from mmfreeze.resolver.paths import is_under, name_prefixes

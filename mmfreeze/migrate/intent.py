@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.framework import ModuleSelector, parse_framework_freeze_config
+from mmfreeze.freeze.framework import parse_framework_freeze_config
+from mmfreeze.freeze.selectors import ModuleSelector
 from mmfreeze.freeze.keys import VIDEO_EMBEDDER_KEY
 from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING
 from mmfreeze.migrate.section import (

@@ -91,16 +91,6 @@ class ModelStructure:
     def total_numel(self) -> int:
         return sum(info.numel for info in self.parameters)
 
-    def parameters_under(self, module_path: str) -> Iterator[ParameterInfo]:
-        """Parameters contained in the module at ``module_path`` (any of their names under it)."""
-        if module_path == "":
-            yield from self.parameters
-            return
-        prefix = module_path + "."
-        for info in self.parameters:
-            if any(name.startswith(prefix) for name in info.names):
-                yield info
-
     def to_json(self) -> dict[str, Any]:
         return {
             "format": STRUCTURE_FORMAT_VERSION,

@@ -136,12 +136,6 @@ class RecipeFinder:
         )
 
 
-def find_recipes(paths: Iterable[Path], *, finder: RecipeFinder | None = None) -> list[Path]:
-    """Every recipe under ``paths`` (by default: no exclusions, relative to the working directory)."""
-    finder = finder or RecipeFinder(root=Path.cwd())
-    return list(finder.discover(list(paths)).recipes)
-
-
 def glob_pattern(glob: str) -> re.Pattern[str]:
     """A ``/``-separated path glob as a regular expression: ``*`` and ``?`` stay inside one folder
     name, ``[...]`` is a character class, ``**`` spans any number of folders."""

@@ -56,10 +56,6 @@ class Recipe:
         return self.document.get("freeze_config")
 
     @property
-    def has_freeze_config(self) -> bool:
-        return "freeze_config" in self.document
-
-    @property
     def peft(self) -> Mapping[str, Any] | None:
         return self.document.get("peft")
 

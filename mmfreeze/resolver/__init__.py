@@ -14,7 +14,7 @@ from mmfreeze.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from mmfreeze.resolver.bind import bind_modules, get_class_entry, resolve_model_inventory, resolve_multimodal_modules
     from mmfreeze.resolver.entry import ArchitectureEntry, CLASS_ATTRIBUTE, LanguagePart, ModuleDecl, Unowned
-    from mmfreeze.resolver.inventory import LANGUAGE_GROUP, MULTIMODAL_SCOPE, ResolvedInventory, ResolvedLanguageModel, ResolvedModuleInfo
+    from mmfreeze.resolver.inventory import LANGUAGE_GROUP, ResolvedInventory, ResolvedLanguageModel, ResolvedModuleInfo
     from mmfreeze.resolver.paths import canonical_path
     from mmfreeze.resolver.resolve import resolve_structure
     from mmfreeze.resolver.spec import MultimodalModuleSpec, ResolvedMultimodalModule, SpecSource
@@ -28,7 +28,6 @@ _EXPORTS = {
     "CLASS_ATTRIBUTE": "mmfreeze.resolver.entry",
     "LANGUAGE_GROUP": "mmfreeze.resolver.inventory",
     "LanguagePart": "mmfreeze.resolver.entry",
-    "MULTIMODAL_SCOPE": "mmfreeze.resolver.inventory",
     "ModuleDecl": "mmfreeze.resolver.entry",
     "MultimodalModuleSpec": "mmfreeze.resolver.spec",
     "ResolvedInventory": "mmfreeze.resolver.inventory",

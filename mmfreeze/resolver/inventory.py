@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mmfreeze.exceptions import ResolverError
 from mmfreeze.resolver.spec import MultimodalModuleSpec, SpecSource
 
 LANGUAGE_GROUP = "language"
-MULTIMODAL_SCOPE = "multimodal"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,19 +58,3 @@ class ResolvedInventory:
     """Canonical parameter name (any alias) -> raw name in the model as given."""
     raw_module_paths: Mapping[str, str]
     """Canonical module path -> raw path in the model as given."""
-
-    @property
-    def modalities(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(info.spec.modality for info in self.modules))
-
-    def layer_containers_for(self, scope: str) -> tuple[str, ...]:
-        """Layer lists for activation checkpointing. ``scope``: ``language``, a modality, ``all``,
-        or ``multimodal`` (every resolved non-language group)."""
-        groups = {
-            "all": tuple(self.layer_containers),
-            MULTIMODAL_SCOPE: tuple(g for g in self.layer_containers if g != LANGUAGE_GROUP),
-        }.get(scope, (scope,))
-        valid = ("all", MULTIMODAL_SCOPE, LANGUAGE_GROUP, *self.modalities)
-        if scope not in valid:
-            raise ResolverError(f"scope {scope!r} is not one of {', '.join(valid)}", key="scope")
-        return tuple(path for group in groups for path in self.layer_containers.get(group, ()))

@@ -17,7 +17,7 @@ as the command line's, and the ``[tool.mmfreeze]`` settings of the rootdir's pyp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,12 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
-from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SettingsError, SnapshotError
+from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.distributed.native import native_support
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import missing_configs_summary
-from mmfreeze.models.framework import BuilderChoice, choose_builder
+from mmfreeze.models.framework import choose_builder
 from mmfreeze.recipes.discovery import SKIPPED_DIRS, RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
@@ -46,11 +46,8 @@ from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
-DOCUMENTS_KEY = pytest.StashKey[YamlDocuments]()
-BUILD_PROGRESS_KEY = pytest.StashKey[Callable[[BuildTick], None]]()
-"""Set by the CLI's session (``mmfreeze.snapshots.run``) to hear of every model build."""
-"""The YAML `mmfreeze snapshot` already parsed while finding the recipes (set by the caller before
-this plugin configures), so a run parses each file once."""
+"""The session's :class:`SnapshotRun`: handed in by `mmfreeze snapshot` (:mod:`mmfreeze.snapshots.run`)
+before this plugin configures, else built from the options, ini values and ``[tool.mmfreeze]``."""
 
 
 @dataclass(kw_only=True)
@@ -61,9 +58,41 @@ class SnapshotRun:
     snapshot_dir: Path
     recipe_roots: tuple[Path, ...]
     only_recipes: bool
+    """Collect recipes and nothing else (`mmfreeze snapshot` must not import a repository's tests)."""
     loading: LoadingOptions
     finder: RecipeFinder
+    workers: int | None = None
+    """Worker processes building models missing from the cache (``None``: the available cores)."""
+    on_build: Callable[[BuildTick], None] | None = None
+    """Told of every distinct model built before the checks start (the long part of a cold run)."""
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, recipe_roots: tuple[Path, ...], only_recipes: bool, documents: YamlDocuments,
+        cache_dir: Path | None, allow_network: bool = False, workers: int | None = None,
+        on_build: Callable[[BuildTick], None] | None = None,
+    ) -> SnapshotRun:
+        """The run of one repository's ``settings`` (command-line values already on top)."""
+        return cls(
+            root=settings.root,
+            snapshot_dir=settings.snapshots,
+            recipe_roots=recipe_roots,
+            only_recipes=only_recipes,
+            loading=LoadingOptions(
+                allowed_targets={**DEFAULT_TARGETS, **settings.allow_targets},
+                cache=StructureCache(cache_dir),
+                frozen_sets=FrozenSetCache(cache_dir),
+                allow_network=allow_network,
+                root=settings.root,
+                configs_dir=settings.configs,
+                documents=documents,
+                builder=choose_builder(settings.builder, settings.builder_fallback),
+            ),
+            finder=RecipeFinder(root=settings.root, exclude=settings.exclude, documents=documents),
+            workers=workers,
+            on_build=on_build,
+        )
 
     def is_recipe(self, path: Path) -> bool:
         return any(path.is_relative_to(r) for r in self.recipe_roots) and self.finder.is_recipe(path)
@@ -81,7 +110,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mmfreeze-snapshot-dir", default=None, metavar="DIR",
                     help=f"Snapshot folder (default: [tool.mmfreeze] snapshots, else {DEFAULT_SNAPSHOT_DIR}/ under the rootdir).")
     parser.addini("mmfreeze_snapshot_dir", "Snapshot folder, relative to the rootdir.", default="")
-    group.addoption("--mmfreeze-only", action="store_true", help="Collect recipes and nothing else.")
     group.addoption("--mmfreeze-allow-target", action="append", default=[], metavar="TARGET=AutoModelFor...")
     group.addoption("--mmfreeze-configs", default=None, metavar="DIR",
                     help="Model-config folder, <org>/<name>/config.json (default: [tool.mmfreeze] configs).")
@@ -99,59 +127,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if RUN_KEY in config.stash:
+        return  # `mmfreeze snapshot` handed its run in
     option = config.option
     root = config.rootpath
-    settings = _settings(config)
-    cache_dir = cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache)
-    targets = {**DEFAULT_TARGETS, **settings.allow_targets}
-    targets.update(parse_target_assignment(text) for text in option.mmfreeze_allow_target)
+    recipe_roots = [*option.mmfreeze_recipes, *config.getini("mmfreeze_recipes")]
     snapshot_dir = option.mmfreeze_snapshot_dir or config.getini("mmfreeze_snapshot_dir")
-    configs = option.mmfreeze_configs
-    documents = config.stash.get(DOCUMENTS_KEY, None) or YamlDocuments(root)
-    finder = RecipeFinder(
-        root=root,
-        exclude=tuple(option.mmfreeze_exclude if option.mmfreeze_exclude is not None else settings.exclude),
-        documents=documents,
-    )
-    config.stash[RUN_KEY] = SnapshotRun(
-        root=root,
-        snapshot_dir=(root / snapshot_dir).absolute() if snapshot_dir else settings.snapshots,
-        recipe_roots=tuple(
-            (root / path).absolute() for path in [*option.mmfreeze_recipes, *config.getini("mmfreeze_recipes")]
-        ),
-        only_recipes=option.mmfreeze_only,
-        loading=LoadingOptions(
-            allowed_targets=targets,
-            cache=StructureCache(cache_dir),
-            frozen_sets=FrozenSetCache(cache_dir),
+    try:
+        settings = _settings(root, bool(recipe_roots)).overridden(
+            configs=root / option.mmfreeze_configs if option.mmfreeze_configs else None,
+            snapshots=root / snapshot_dir if snapshot_dir else None,
+            allow_targets=[parse_target_assignment(text) for text in option.mmfreeze_allow_target],
+            builder=option.mmfreeze_builder, builder_fallback=option.mmfreeze_builder_fallback,
+        )
+        if option.mmfreeze_exclude is not None:
+            settings = replace(settings, exclude=tuple(option.mmfreeze_exclude))
+        config.stash[RUN_KEY] = SnapshotRun.from_settings(
+            settings,
+            recipe_roots=tuple((root / path).absolute() for path in recipe_roots),
+            only_recipes=False,
+            documents=YamlDocuments(root),
+            cache_dir=cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache),
             allow_network=option.mmfreeze_allow_network,
-            root=root,
-            configs_dir=(root / configs).absolute() if configs else settings.configs,
-            documents=documents,
-            builder=_builder(option, settings),
-        ),
-        finder=finder,
-    )
-
-
-def _builder(option: Any, settings: Settings) -> BuilderChoice:
-    try:
-        return choose_builder(option.mmfreeze_builder or settings.builder,
-                              option.mmfreeze_builder_fallback or settings.builder_fallback)
-    except SettingsError as error:
+            workers=option.mmfreeze_workers,
+        )
+    except MmfreezeError as error:
         raise pytest.UsageError(str(error)) from None
 
 
-def _settings(config: pytest.Config) -> Settings:
-    """`mmfreeze snapshot` passes every setting as an option (``--mmfreeze-only``); a repository's
-    own pytest run reads ``[tool.mmfreeze]`` from the pyproject.toml above its rootdir."""
-    root = config.rootpath
-    if config.option.mmfreeze_only or not (config.option.mmfreeze_recipes or config.getini("mmfreeze_recipes")):
+def _settings(root: Path, checks_recipes: bool) -> Settings:
+    """A repository's own pytest run reads ``[tool.mmfreeze]`` from the pyproject.toml above its
+    rootdir; a run that checks no recipe reads nothing (installing mmfreeze changes no other run)."""
+    if not checks_recipes:
         return default_settings(root)
-    try:
-        settings = find_settings(cwd=root)
-    except SettingsError as error:
-        raise pytest.UsageError(str(error)) from None
+    settings = find_settings(cwd=root)
     return settings if settings.root == root else default_settings(root)
 
 
@@ -160,8 +169,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = session.config.stash[RUN_KEY]
     paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
     if paths:
-        prefetch(paths, run.loading, workers=session.config.option.mmfreeze_workers,
-                 on_build=session.config.stash.get(BUILD_PROGRESS_KEY, None))
+        prefetch(paths, run.loading, workers=run.workers, on_build=run.on_build)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

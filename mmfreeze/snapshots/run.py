@@ -14,8 +14,8 @@ unused (see :class:`~mmfreeze.snapshots.extension.RecipeSnapshotExtension`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -23,91 +23,46 @@ import pytest
 
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.layout import scope_dir
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.models.batch import BuildTick
-from mmfreeze.snapshots.plugin import BUILD_PROGRESS_KEY, DOCUMENTS_KEY, RUN_KEY
+from mmfreeze.snapshots.plugin import RUN_KEY, SnapshotRun
 from mmfreeze.snapshots.results import SnapshotRunResult
 
 Mode = Literal["check", "update", "new-only"]
 """``check`` writes nothing; ``update`` accepts every change and deletes orphans; ``new-only``
 writes snapshots for new recipes and leaves existing ones to review."""
 
+XDIST_WORKER = "PYTEST_XDIST_WORKER"
 MODE_FLAGS: dict[str, list[str]] = {
     "check": [], "update": ["--snapshot-update"], "new-only": ["--snapshot-update-new-only"],
 }
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunRequest:
-    paths: tuple[Path, ...]
-    root: Path
-    """Recipe and snapshot paths are stored relative to this folder (the repository root)."""
-    snapshot_dir: Path
-    mode: Mode
-    allow_targets: tuple[str, ...] = ()
-    configs_dir: Path | None = None
-    exclude: tuple[str, ...] = ()
-    """Recipe path globs relative to ``root`` that are not checked."""
-    documents: YamlDocuments | None = field(default=None, compare=False)
-    """The YAML the caller parsed while finding the recipes: the session does not parse it again."""
-    cache_dir: Path | None = None
-    no_cache: bool = False
-    allow_network: bool = False
-    workers: int | None = None
-    builder: str | None = None
-    """``auto``, ``framework`` or ``transformers`` (``None``: the settings' default)."""
-    builder_fallback: str | None = None
-
-
-def pytest_args(request: RunRequest) -> list[str]:
-    snapshot_dir = (request.root / request.snapshot_dir).absolute()
-    scopes = [scope_dir(path, request.root, snapshot_dir) for path in request.paths if path.is_dir()]
-    args = [str(path.absolute()) for path in request.paths]
-    args += [str(scope) for scope in scopes if scope.is_dir()]
-    args += [
+def pytest_args(paths: Sequence[Path], mode: Mode, run: SnapshotRun) -> list[str]:
+    """The session's command line: what to collect and how syrupy writes. Every other setting
+    travels in ``run``, the typed object the plugin reads."""
+    scopes = [scope_dir(path, run.root, run.snapshot_dir) for path in paths if path.is_dir()]
+    return [
+        *(str(path.absolute()) for path in paths),
+        *(str(scope) for scope in scopes if scope.is_dir()),
         "--disable-plugin-autoload", "-p", "syrupy", "-p", "mmfreeze.snapshots.plugin",
-        "-c", os.devnull, "--rootdir", str(request.root), "--noconftest",
+        "-c", os.devnull, "--rootdir", str(run.root), "--noconftest",
         "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:warnings",
-        "--mmfreeze-only", "--mmfreeze-snapshot-dir", str(snapshot_dir),
-        *MODE_FLAGS[request.mode],
+        *MODE_FLAGS[mode],
     ]
-    args += [f"--mmfreeze-recipes={path.absolute()}" for path in request.paths]
-    args += [f"--mmfreeze-allow-target={target}" for target in request.allow_targets]
-    args += [f"--mmfreeze-exclude={glob}" for glob in request.exclude]
-    if request.configs_dir is not None:
-        args.append(f"--mmfreeze-configs={request.configs_dir.absolute()}")
-    if request.cache_dir is not None:
-        args.append(f"--mmfreeze-cache-dir={request.cache_dir}")
-    if request.workers is not None:
-        args.append(f"--mmfreeze-workers={request.workers}")
-    if request.builder is not None:
-        args.append(f"--mmfreeze-builder={request.builder}")
-    if request.builder_fallback is not None:
-        args.append(f"--mmfreeze-builder-fallback={request.builder_fallback}")
-    args += ["--mmfreeze-no-cache"] * request.no_cache + ["--mmfreeze-allow-network"] * request.allow_network
-    return args
 
 
 class _Collector:
-    """Reads the plugin's results back out of the session, and reports progress."""
+    """Hands the run to the plugin, and reports progress."""
 
-    def __init__(
-        self, on_progress: Callable[[int, int], None] | None, documents: YamlDocuments | None,
-        on_build: Callable[[BuildTick], None] | None,
-    ) -> None:
-        self.result: SnapshotRunResult | None = None
+    def __init__(self, run: SnapshotRun, on_progress: Callable[[int, int], None] | None) -> None:
+        self.run = run
+        self.finished = False
         self.total = 0
         self.done = 0
         self.on_progress = on_progress
-        self.documents = documents
-        self.on_build = on_build
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
-        if self.documents is not None:  # before the plugin configures: it reuses them
-            config.stash[DOCUMENTS_KEY] = self.documents
-        if self.on_build is not None:
-            config.stash[BUILD_PROGRESS_KEY] = self.on_build
+        config.stash[RUN_KEY] = self.run  # before the plugin configures: it then builds none
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
@@ -118,18 +73,30 @@ class _Collector:
             self.on_progress(self.done, self.total)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.result = session.config.stash[RUN_KEY].result
+    def pytest_sessionfinish(self) -> None:
+        self.finished = True
 
 
 def run_snapshots(
-    request: RunRequest, *, on_progress: Callable[[int, int], None] | None = None,
-    on_build: Callable[[BuildTick], None] | None = None,
+    paths: Sequence[Path], mode: Mode, run: SnapshotRun, *, on_progress: Callable[[int, int], None] | None = None,
 ) -> SnapshotRunResult:
-    """Run the session; ``on_progress(done, total)`` per recipe checked, ``on_build`` per distinct
-    model built before the checks start (the long part of a cold run)."""
-    collector = _Collector(on_progress, request.documents, on_build)
-    status = pytest.main(pytest_args(request), plugins=[collector])
-    if collector.result is None or status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+    """Check the recipes under ``paths`` in one session; ``on_progress(done, total)`` per recipe checked."""
+    collector = _Collector(run, on_progress)
+    with _outside_xdist():
+        status = pytest.main(pytest_args(paths, mode, run), plugins=[collector])
+    if not collector.finished or status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise SnapshotError(f"the snapshot session did not run (pytest exit status {int(status)})")
-    return collector.result
+    return run.result
+
+
+@contextmanager
+def _outside_xdist() -> Iterator[None]:
+    """Started from a pytest-xdist worker (a team's parallel test run calling `mmfreeze snapshot`),
+    the session inherits ``PYTEST_XDIST_WORKER``; syrupy would then leave unused snapshots to an
+    xdist controller this session does not have, and orphans would go unreported."""
+    worker = os.environ.pop(XDIST_WORKER, None)
+    try:
+        yield
+    finally:
+        if worker is not None:
+            os.environ[XDIST_WORKER] = worker

@@ -91,7 +91,7 @@ def test_explain_reports_a_selector_that_matches_nothing_as_an_input_error(recip
     recipe.write_text(recipe.read_text() + "freeze_config: {freeze_modules: [{glob: 'vision_towr*'}]}\n")
     result = CliRunner().invoke(cli, ["explain", str(recipe)])
     assert result.exit_code == ExitCode.INPUT_ERROR
-    assert "freeze_config.freeze_modules[0]" in result.output and "matches no parameter" in result.output
+    assert "freeze_config.freeze_modules[0]" in result.output and "`glob: vision_towr*` matches no module of this model" in result.output
 
 
 def test_piped_text_output_keeps_every_module_path_whole(recipe: Path) -> None:

@@ -14,11 +14,10 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 from mmfreeze.cli.main import cli
 from mmfreeze.models.config_sources import find_model_config
-from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.recipes.recipe import load_recipe
-from tests.conftest import EXAMPLE_CONFIGS
+from tests.conftest import EXAMPLE_CONFIGS, recipes_under
 
-RECIPES = find_recipes([EXAMPLE_CONFIGS])
+RECIPES = recipes_under(EXAMPLE_CONFIGS)
 
 
 @cache

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
-from tests.conftest import EXAMPLE_CONFIGS
+from tests.conftest import EXAMPLE_CONFIGS, top_level_environment
 
 MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 TINY_QWEN2_VL = {
@@ -172,7 +172,7 @@ def test_the_repositorys_own_pytest_run_applies_the_same_settings(tmp_path: Path
     with (repo / "pyproject.toml").open("a") as file:
         file.write('\n[tool.pytest.ini_options]\ntestpaths = ["recipes"]\nmmfreeze_recipes = ["recipes"]\n')
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    result = subprocess.run(pytest_run, cwd=repo, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(pytest_run, cwd=repo, env=top_level_environment(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
 
 

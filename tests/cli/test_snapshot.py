@@ -18,7 +18,7 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from tests.cli.test_explain import TINY_LLAVA
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, top_level_environment
 
 MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 RECIPE = """\
@@ -45,8 +45,8 @@ def _ckpt_dir(recipe: Path) -> Path:
     raise AssertionError("no ckpt folder above the recipe")
 
 
-def run(cwd: Path, *args: str, ci: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CI": "true" if ci else ""}
+def run(cwd: Path, *args: str, ci: bool = True, **environment: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CI": "true" if ci else "", **environment}
     return subprocess.run([*MMFREEZE, "snapshot", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -109,6 +109,15 @@ def test_deleted_recipe_is_orphaned_and_only_update_over_its_folder_deletes_the_
     assert result.returncode == ExitCode.OK, result.stdout + result.stderr
     assert not orphan.exists() and not orphan.parent.exists()
     assert run(corpus, "recipes", "--check").returncode == ExitCode.OK
+
+
+def test_a_check_started_from_an_xdist_worker_still_reports_and_deletes_orphans(corpus: Path) -> None:
+    (corpus / "recipes" / "other" / "c.yaml").unlink()
+    orphan = corpus / "snapshots" / "recipes" / "other" / "c.yaml.frozen.txt"
+    result = run(corpus, "recipes", "--check", PYTEST_XDIST_WORKER="gw3")
+    assert result.returncode == ExitCode.ORPHANED and "recipe recipes/other/c.yaml is gone" in result.stdout
+    assert run(corpus, "recipes", "--update", PYTEST_XDIST_WORKER="gw3").returncode == ExitCode.OK
+    assert not orphan.exists()
 
 
 def test_subset_runs_never_report_or_delete_other_snapshots(corpus: Path) -> None:
@@ -221,10 +230,10 @@ def test_unwritable_cache_warns_and_the_check_still_answers(corpus: Path) -> Non
 def test_another_repository_checks_its_recipes_in_its_own_pytest_run(corpus: Path) -> None:
     (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = recipes\nmmfreeze_recipes = recipes\n")
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(pytest_run, cwd=corpus, env=top_level_environment(), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "3 passed" in result.stdout, result.stdout
     write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
-    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(pytest_run, cwd=corpus, env=top_level_environment(), capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and "recipes/vlm/a.yaml: changed" in result.stdout, result.stdout
 
 
@@ -236,7 +245,7 @@ def test_unused_snapshots_of_the_repositorys_own_tests_are_left_to_syrupy(corpus
         "# serializer version: 1\n# name: test_gone\n  2\n# ---\n# name: test_kept\n  1\n# ---\n"
     )
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    result = subprocess.run(pytest_run, cwd=corpus, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(pytest_run, cwd=corpus, env=top_level_environment(), capture_output=True, text=True, timeout=300)
     assert "4 passed" in result.stdout and "1 snapshot unused" in result.stdout, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 

@@ -23,12 +23,11 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
-from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.snapshots.compress import expand_lines
 from mmfreeze.snapshots.format import parse_snapshot
 from mmfreeze.snapshots.layout import snapshot_path
 from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
-from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT
+from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT, recipes_under
 from tests.nemo.framework_pipeline import fresh_model, read_recipe
 
 pytestmark = [
@@ -37,7 +36,7 @@ pytestmark = [
                        reason=f"the committed snapshots name transformers {SNAPSHOT_TRANSFORMERS_VERSION}"),
 ]
 
-RECIPES = find_recipes([EXAMPLE_CONFIGS])
+RECIPES = recipes_under(EXAMPLE_CONFIGS)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 from tests.framework.cases import Case, cases_for
+from tests.conftest import TALLY_PROPERTY
 from tests.framework.oracle import framework_trainability
 
 pytestmark = pytest.mark.framework
@@ -36,8 +38,6 @@ AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "Auto
 FAST_MODELS = ("HuggingFaceTB__SmolVLM2-2.2B-Instruct", "Qwen__Qwen2-VL-2B-Instruct", "google__gemma-4-E2B-it",
                "Qwen__Qwen2-Audio-7B-Instruct")
 """Run without `slow` too, so a local `-m "not slow"` run still compares against the framework."""
-TALLY: Counter[str] = Counter()
-"""Cases compared with zero differences, by kind; `conftest.py` prints it."""
 
 
 def _config(name: str) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def _check_rejection(structure: ModelStructure, case: Case, model_for_case) -> s
 
 
 @pytest.mark.parametrize("name", registry_models())
-def test_frozen_sets_equal_the_framework(name: str) -> None:
+def test_frozen_sets_equal_the_framework(name: str, record_property: Callable[[str, object], None]) -> None:
     """Every case of the matrix gives the framework's frozen set, or its rejection, on this model."""
     model = fresh_model(name)
     structure = structure_of(model)
@@ -128,13 +128,13 @@ def test_frozen_sets_equal_the_framework(name: str) -> None:
             parameter.requires_grad_(built[param_name])
         return model
 
-    differences = []
+    differences, tally = [], Counter[str]()
     for case in cases_for(structure):
         model_for_case = (lambda: fresh_model(name)) if case.peft is not None else reset_model
         difference = check_case(name, structure, case, model_for_case)
         if difference is None:
-            TALLY[case.kind] += 1
+            tally[case.kind] += 1
         else:
             differences.append(f"{case.name}: {difference}")
     assert not differences, f"{name} ({structure.class_name}):\n" + "\n".join(differences)
-    TALLY["models"] += 1
+    record_property(TALLY_PROPERTY, {**tally, "models": 1})

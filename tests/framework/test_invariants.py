@@ -8,6 +8,8 @@ dead K/V projection stay frozen.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,7 +20,8 @@ from mmfreeze.models.loader import build_config
 from mmfreeze.models.structure import structure_of
 from tests.framework.cases import PEFT_TARGET, Case
 from tests.framework.oracle import framework_trainability
-from tests.framework.test_differential import TALLY, mmfreeze_trainability
+from tests.conftest import TALLY_PROPERTY
+from tests.framework.test_differential import mmfreeze_trainability
 
 pytestmark = pytest.mark.framework
 
@@ -47,14 +50,18 @@ def build(name: str) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("name", SMALL_CONFIGS)
-def test_invariant_freezes_equal_the_framework_and_survive_unfreeze(name: str) -> None:
+def test_invariant_freezes_equal_the_framework_and_survive_unfreeze(
+    name: str, record_property: Callable[[str, object], None]
+) -> None:
     structure = structure_of(build(name))
+    tally = Counter[str]()
     for case in CASES:
         expected = framework_trainability(build(name), case.freeze_config, case.peft)
         *actual, _ = mmfreeze_trainability(structure, case)
         assert tuple(actual) == expected, f"{name}, {case.name}: {sorted(actual[0] ^ expected[0])[:5]}"
         assert expected[0], f"{name}, {case.name}: the invariant froze nothing, so this case proves nothing"
-        TALLY[case.kind] += 1
+        tally[case.kind] += 1
+    record_property(TALLY_PROPERTY, dict(tally))
 
 
 def test_kv_shared_gemma4_layers_have_no_kv_projections_so_both_freeze_nothing_there() -> None:

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.config import FreezeConfig, LayerRange, check_against_model, parse_freeze_config
-from mmfreeze.freeze.framework import ModuleSelector
+from mmfreeze.freeze.framework import framework_freeze_steps, parse_framework_freeze_config
+from mmfreeze.freeze.selectors import ModuleSelector
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.targets import FreezeTargets
+from mmfreeze.releases import CURRENT_RULES
 from mmfreeze.resolver import resolve_structure
 from tests.freeze.test_new_vocabulary import QWEN2_VL, structure
 
@@ -75,15 +77,42 @@ def test_unknown_role_lists_the_roles_of_that_modality() -> None:
 
 
 def test_module_path_matching_nothing_names_the_nearest_paths() -> None:
-    with pytest.raises(FreezeConfigError, match=r"'model.visual.mergr' is not a module path of this model "
-                                                 r"\(did you mean 'model.visual.merger'\?\)") as caught:
+    with pytest.raises(FreezeConfigError, match=r"`path: model.visual.mergr` matches no module of this model "
+                                                 r"\(did you mean 'model.visual.merger'\?\); nearest module paths: ") as caught:
         check({"modules": ["model.visual.mergr"]})
     assert caught.value.key == "freeze_config.modules[0]"
 
 
 def test_bare_substring_is_not_a_module_path() -> None:
-    with pytest.raises(FreezeConfigError, match="not a module path"):
+    with pytest.raises(FreezeConfigError, match="`path: visual` matches no module of this model"):
         check({"modules": ["visual"]})
+
+
+def both_vocabularies(selector: dict) -> tuple[FreezeConfigError, FreezeConfigError]:
+    """The error of ``selector`` under the new `modules` (what `migrate` writes) and under 0.7's
+    `freeze_modules` (what `snapshot` reads from a recipe not yet migrated)."""
+    with pytest.raises(FreezeConfigError) as new:
+        check({"modules": [selector]})
+    with pytest.raises(FreezeConfigError) as framework:
+        config = parse_framework_freeze_config({"freeze_modules": [selector]}, CURRENT_RULES, source="r.yaml")
+        list(framework_freeze_steps(qwen2_vl().structure, config, source="r.yaml"))
+    return new.value, framework.value
+
+
+@pytest.mark.parametrize("selector", [{"path": "model.visual.mergr"}, {"glob": "model.visul.*"}])
+def test_a_selector_matching_nothing_is_worded_the_same_in_both_vocabularies(selector: dict) -> None:
+    new, framework = both_vocabularies(selector)
+    assert (new.key, framework.key) == ("freeze_config.modules[0]", "freeze_config.freeze_modules[0]")
+    assert "did you mean 'model.visual" in new.message
+    assert framework.message == new.message + " (nemo-automodel 0.7 rejects a selector that selects no parameter)"
+
+
+def test_a_malformed_selector_is_worded_the_same_in_both_vocabularies() -> None:
+    new, framework = both_vocabularies({"pth": "model.visual"})
+    assert new.message.startswith("a selector is a module path, `{path: X}`, `{glob: X}`, or a layer range")
+    assert framework.message.startswith("a selector is `{path: X}` (an exact module path) or `{glob: X}`")
+    assert new.message.endswith("got {'pth': 'model.visual'} (did you mean 'path'?)")
+    assert framework.message.endswith("got {'pth': 'model.visual'} (did you mean 'path'?)")
 
 
 @pytest.mark.parametrize("flag", ["yes", 1, None, "true"])
@@ -99,7 +128,7 @@ def test_every_problem_is_listed_in_one_error() -> None:
 
 
 @pytest.mark.parametrize(("entry", "message"), [
-    ({"path": "a", "glob": "b"}, r"a selector is a module path, \{path: X\}, \{glob: X\}"),
+    ({"path": "a", "glob": "b"}, r"a selector is a module path, `\{path: X\}`, `\{glob: X\}`"),
     ({"pth": "a"}, r"did you mean 'path'\?"),
     ({"glob": ""}, r"modules\[0\].glob: must be a non-empty string"),
     ({"layers": "language_model"}, r"exactly one of `first: N`, `last: N` or `from: A` with `to: B`; got none of them"),

@@ -10,15 +10,26 @@ import pytest
 
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.recipe_model import model_request
-from mmfreeze.freeze.summary import parameter_groups
+from mmfreeze.freeze.summary import LANGUAGE_MODEL_GROUP, UNOWNED_GROUP
+from mmfreeze.freeze.targets import group_key
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure
-from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.resolver.overrides import override_specs
+from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.resolve import resolve_structure
-from tests.conftest import LEGACY_CORPUS
+from tests.conftest import LEGACY_CORPUS, recipes_under
+
+
+def parameter_groups(inventory: ResolvedInventory) -> dict[str, str]:
+    """Raw parameter name -> the section key of its group (``vision.tower``, ``language_model``, ``unowned``)."""
+    raw = inventory.raw_parameter_names
+    groups = {raw[name]: group_key(info.spec.modality, info.spec.role)
+              for info in inventory.modules for name in info.parameters}
+    groups.update((raw[name], LANGUAGE_MODEL_GROUP) for name in inventory.language_model.parameters)
+    groups.update((raw[name], UNOWNED_GROUP) for name in inventory.unowned)
+    return groups
 
 
 def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
@@ -43,6 +54,6 @@ def test_intent_translation_differences_on_the_legacy_corpus(snapshot: Any) -> N
     cache = StructureCache(None)
     differences = {
         path.relative_to(LEGACY_CORPUS).as_posix(): intent_difference(load_recipe(path), cache)
-        for path in find_recipes([LEGACY_CORPUS])
+        for path in recipes_under(LEGACY_CORPUS)
     }
     assert differences == snapshot

@@ -133,7 +133,7 @@ def test_a_glob_freezes_the_same_submodule_of_every_layer() -> None:
 
 def test_a_glob_matching_nothing_suggests_the_glob_over_the_nearest_path() -> None:
     error = raises(GEMMA3, {"modules": [{"glob": "model.language_model.layer.*.self_attn"}]},
-                   r"matches no module path of this model \(did you mean 'model.language_model.layers.\*.self_attn'\?\)")
+                   r"matches no module of this model \(did you mean 'model.language_model.layers.\*.self_attn'\?\)")
     assert error.key == "freeze_config.modules[0]"
 
 

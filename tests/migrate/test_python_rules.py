@@ -108,7 +108,7 @@ def test_a_section_the_framework_rejects_on_a_bound_model_is_not_rewritten(run):
     result = run(IMPORT + LLAVA + "apply_parameter_freezing(m, {'freeze_modules': [{'path': 'model.visual'}]})\n")
     [finding] = result.findings
     assert "not proven on the bound models: on llava-hf/llava-1.5-7b-hf" in finding.message
-    assert "'model.visual' is not a module path of this model" in finding.message
+    assert "`path: model.visual` matches no module of this model" in finding.message
 
 
 def test_a_misspelt_key_is_an_input_error_with_a_did_you_mean(run):

@@ -16,12 +16,11 @@ import pytest
 
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.recipe_model import model_request
-from mmfreeze.recipes.discovery import find_recipes
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.resolver.overrides import override_specs
-from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS
+from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, recipes_under
 
-RECIPES = [path.relative_to(EXAMPLE_CONFIGS).as_posix() for path in find_recipes([EXAMPLE_CONFIGS])]
+RECIPES = [path.relative_to(EXAMPLE_CONFIGS).as_posix() for path in recipes_under(EXAMPLE_CONFIGS)]
 
 # Recipe (relative to example_configs/) -> (why its frozen set differs from its pre-migration copy,
 # the difference exactly: tensors per module). A listed difference that changes or disappears fails.

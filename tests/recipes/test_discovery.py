@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.exceptions import RecipeError
-from mmfreeze.recipes.discovery import RecipeFinder, find_recipes, glob_pattern
+from mmfreeze.recipes.discovery import RecipeFinder, glob_pattern
 from mmfreeze.recipes.documents import YamlDocuments
 
 RECIPE = "model:\n  _target_: transformers.AutoModelForCausalLM.from_pretrained\n  pretrained_model_name_or_path: org/m\n"
@@ -27,12 +27,12 @@ def test_finds_yaml_recursively_and_skips_environments_and_vcs(tmp_path: Path) -
     for relative in ["a.yaml", "sub/b.yml", ".git/c.yaml", ".venv/d.yaml", "env2/e.yaml", "notes.txt"]:
         write(tmp_path, {relative: RECIPE})
     (tmp_path / "env2" / "pyvenv.cfg").write_text("")
-    assert names(find_recipes([tmp_path]), tmp_path) == ["a.yaml", "sub/b.yml"]
+    assert names(RecipeFinder(root=tmp_path).discover([tmp_path]).recipes, tmp_path) == ["a.yaml", "sub/b.yml"]
 
 
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="no such file"):
-        find_recipes([tmp_path / "nope"])
+        RecipeFinder(root=tmp_path).discover([tmp_path / "nope"])
 
 
 def test_only_yaml_with_a_top_level_model_key_is_a_recipe(tmp_path: Path) -> None:

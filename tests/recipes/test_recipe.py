@@ -26,8 +26,7 @@ def test_absent_freeze_config_differs_from_empty_section(tmp_path: Path) -> None
     base = f"model:\n  _target_: {IMAGE_TEXT}\n  pretrained_model_name_or_path: org/m\n"
     absent = load_recipe(write(tmp_path, base, "a.yaml"))
     empty = load_recipe(write(tmp_path, base + "freeze_config: {}\n", "b.yaml"))
-    assert (absent.has_freeze_config, absent.freeze_config) == (False, None)
-    assert (empty.has_freeze_config, empty.freeze_config) == (True, {})
+    assert (absent.freeze_config, empty.freeze_config) == (None, {})
 
 
 def test_model_id_reference_to_another_key_is_resolved(tmp_path: Path) -> None:

@@ -160,14 +160,6 @@ def test_heuristic_warns_once_per_class_and_names_its_guesses(caplog):
     assert "UnknownVLM" in caplog.text and "vision_tower (vision/tower)" in caplog.text
 
 
-def test_multimodal_scope_means_every_non_language_group(qwen2_vl):
-    inventory = resolve_structure(structure_of(qwen2_vl))
-    assert inventory.layer_containers_for("multimodal") == ("model.visual.blocks",)
-    assert inventory.layer_containers_for("language") == ("model.language_model.layers",)
-    with pytest.raises(ResolverError, match="'audio' is not one of"):
-        inventory.layer_containers_for("audio")
-
-
 def test_pure_resolution_imports_neither_torch_nor_transformers():
     code = (
         "import sys; from mmfreeze.resolver.resolve import resolve_structure; "

@@ -32,7 +32,8 @@ def test_record_round_trips_through_disk(tmp_path: Path) -> None:
     assert FrozenSetCache(tmp_path).get("k") == record()
 
 
-@pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}')])
+@pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}')],
+                         ids=["garbage", "format-0", "format-1"])
 def test_damaged_or_other_format_entry_is_a_miss(tmp_path: Path, damage: bytes) -> None:
     FrozenSetCache(tmp_path).put("k", record())
     next((tmp_path / "frozen_sets").iterdir()).write_bytes(damage)
