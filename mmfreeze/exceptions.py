@@ -26,6 +26,12 @@ class MmfreezeError(Exception):
         return f"{where}: {self.message}" if where else self.message
 
 
+def first_line(error: BaseException) -> str:
+    """An exception's first non-blank line: library messages may start with a newline, and add
+    request ids, URLs or every valid option on the lines below."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+
+
 def _rebuild(cls: type[MmfreezeError], message: str, source: str | None, key: str | None) -> MmfreezeError:
     return cls(message, source=source, key=key)
 

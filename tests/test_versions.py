@@ -7,15 +7,27 @@ import pytest
 from mmfreeze import versions
 
 
-def test_no_warning_with_the_transformers_the_snapshots_were_made_with(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(versions, "installed_version", lambda package: versions.SNAPSHOT_TRANSFORMERS_VERSION)
-    assert versions.transformers_version_warning() is None
+def test_no_warning_when_every_snapshot_names_the_installed_release() -> None:
+    assert versions.snapshot_release_warning({}) is None
+    assert versions.snapshot_release_warning({versions.installed_version("transformers"): 3}) is None
 
 
-def test_another_transformers_release_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(versions, "installed_version", lambda package: "9.9.9")
-    message = versions.transformers_version_warning()
-    assert "9.9.9" in message and f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in message
+@pytest.mark.skipif(versions.installed_version("nemo-automodel") == "missing", reason="needs nemo-automodel's metadata")
+def test_the_advice_never_names_a_release_the_installed_framework_rejects() -> None:
+    """Both CI environments have nemo-automodel 0.7.0, which pins transformers==5.18.0."""
+    message = versions.snapshot_release_warning({"4.0.0": 2})
+    assert "your snapshots" in message and "2 with 4.0.0" in message
+    assert "nemo-automodel 0.7.0 requires transformers==5.18.0, so keep it" in message
+    assert "pip install" not in message
+
+
+def test_without_a_framework_the_advice_is_to_compare_under_the_snapshots_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mock: nemo-automodel cannot be uninstalled from the shared test environment.
+    real = versions.installed_version
+    monkeypatch.setattr(versions, "installed_version", lambda package: "missing" if package == "nemo-automodel" else real(package))
+    message = versions.snapshot_release_warning({"4.0.0": 2, "4.1.0": 1})
+    assert "(1 with 4.1.0, 2 with 4.0.0)" not in message and "(2 with 4.0.0, 1 with 4.1.0)" in message
+    assert message.endswith("(pip install transformers==4.1.0)")
 
 
 def test_the_readme_pins_the_snapshot_version_and_pyproject_allows_both_tested_releases() -> None:

@@ -14,13 +14,14 @@ from mmfreeze.cli.recipes import print_skipped, require_recipes_in_each
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.freeze.recipe_model import recipe_model_reader
 from mmfreeze.models.config_folder import RECORD_FILE
-from mmfreeze.models.pull import Pulled, plan_pull, pull_configs
+from mmfreeze.models.pull import HUB_ANSWER_SECONDS, Pulled, check_hub_answers, hub_endpoint, plan_pull, pull_configs
 from mmfreeze.recipes.recipe import display_path
 
 PULL_EPILOG = (
     "Writes <configs>/<org>/<name>/config.json (the Hub's file, unchanged) and, beside it, "
     f"{RECORD_FILE} with the commit it came from. Ids already in a local directory, the configs folder or "
-    "the bundled registry are not fetched, so a second pull fetches nothing. Uses HF_ENDPOINT and HF_TOKEN. "
+    "the bundled registry are not fetched, so a second pull fetches nothing. Uses HF_ENDPOINT and HF_TOKEN; "
+    f"a hub that refuses the connection or does not answer within {HUB_ANSWER_SECONDS:g} s ends the pull at once. "
     "Exit codes: 0 every config is there, 2 usage error (no configs folder, a path without recipes), "
     "3 a recipe could not be read or a config could not be fetched."
 )
@@ -53,6 +54,12 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
                      read_model=recipe_model_reader(finder.documents, root=settings.root))
     for error in plan.errors:
         report_error(error)
+    if plan.missing:
+        try:
+            check_hub_answers(hub_endpoint())
+        except MmfreezeError as error:
+            report_error(error)
+            raise SystemExit(ExitCode.INPUT_ERROR) from None
     failed = 0
     for outcome in pull_configs(list(plan.missing), settings.configs):
         if isinstance(outcome, Pulled):

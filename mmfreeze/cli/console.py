@@ -10,7 +10,6 @@ from rich.markup import escape
 
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.versions import transformers_version_warning
 
 PIPED_WIDTH = 1_000
 """Output that is not a terminal is read by tools and logs: tables get room for whole module
@@ -41,7 +40,3 @@ def warn_on_cache_write(cache: DiskCache[Any]) -> None:
         warn(message)
 
 
-def warn_on_transformers_version() -> None:
-    message = transformers_version_warning()
-    if message is not None:
-        warn(message)

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from mmfreeze.cli.console import out, report_error, warn_on_cache_write, warn_on_transformers_version
+from mmfreeze.cli.console import out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import (
     allowed_targets,
@@ -46,7 +46,6 @@ def explain(
     cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
-    warn_on_transformers_version()
     settings = repository_settings([recipe], configs=configs, allow_targets=allow_targets, builder=builder,
                                    builder_fallback=builder_fallback)
     choice = run_builder(settings)
@@ -80,7 +79,7 @@ def _print_model(explanation: dict[str, Any]) -> None:
     provenance = f", {source['provenance']}" if source["provenance"] else ""
     rows = [
         ("model id", explanation["model_id"]),
-        ("architecture", explanation["architecture"]),
+        ("architecture", f"{explanation['architecture']} ({explanation['architecture_module']})"),
         ("builder", f"{explanation['builder']['builder']} ({explanation['builder']['reason']})"),
         *([("divergence", explanation["builder"]["divergence"])] if explanation["builder"]["divergence"] else []),
         ("auto class", explanation["auto_class"]),
@@ -126,6 +125,9 @@ def _print_freezing(freezing: dict[str, Any]) -> None:
 
 
 def _print_distributed(plan: dict[str, Any]) -> None:
+    if plan["verdict"] == "none":
+        out.print(f"[bold]distributed.multimodal[/]: {escape(plan['reason'])}")
+        return
     mesh = ", ".join(f"{dim}={size}" for dim, size in plan["mesh"]["dims"].items())
     out.print(f"[bold]distributed.multimodal[/] on mesh ({mesh}): ", end="")
     if plan["verdict"] == "rejected":

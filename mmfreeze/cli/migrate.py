@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write, warn_on_transformers_version
+from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
@@ -49,7 +49,6 @@ def migrate(
     no_cache: bool,
 ) -> None:
     """Rewrite freeze_config in YAML recipes and Python call sites under PATHS to the new vocabulary."""
-    warn_on_transformers_version()
     settings = repository_settings(paths, configs=configs, allow_targets=allow_targets)
     try:
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.progress import Progress
 
-from mmfreeze.cli.console import err, out, report_error, warn, warn_on_transformers_version
+from mmfreeze.cli.console import err, out, report_error, warn
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import (
     builder_options,
@@ -29,6 +30,7 @@ from mmfreeze.snapshots.render import RENDERERS, render_markdown
 from mmfreeze.snapshots.results import SnapshotRunResult
 from mmfreeze.snapshots.plugin import SnapshotRun
 from mmfreeze.snapshots.run import Mode, run_snapshots
+from mmfreeze.versions import snapshot_release_warning
 
 EPILOG = (
     "Recipes are the YAML files under PATHS with a top-level `model:` key that [tool.mmfreeze] exclude does "
@@ -85,7 +87,6 @@ def snapshot(
     cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
-    warn_on_transformers_version()
     mode = pick_mode(update, check)
     settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets,
                                    builder=builder, builder_fallback=builder_fallback)
@@ -110,8 +111,9 @@ def snapshot(
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
-    for message in result.warnings:
-        warn(message)
+    for message in [*result.warnings, snapshot_release_warning(_releases_made_with(result))]:
+        if message is not None:
+            warn(message)
     _emit(_report_text(result, report_format, whole=report_file is not None), report_format, report_file)
     if not quiet:
         _print_summary(result, mode)
@@ -119,6 +121,14 @@ def snapshot(
     if result.missing_configs:
         report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
+
+
+def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
+    """transformers release -> how many changed snapshots name it where the installed one differs."""
+    return Counter(
+        str(header.old) for outcome in result.with_status("changed") if outcome.change is not None
+        for header in outcome.change.header_changes if header.field == "transformers"
+    )
 
 
 def _run(paths: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, total: int, show: bool) -> SnapshotRunResult:

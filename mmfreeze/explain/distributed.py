@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mmfreeze.distributed import build_mesh_description, parse_multimodal_config, plan_multimodal_fsdp
 from mmfreeze.distributed.batch_contract import parse_batch_contract
 from mmfreeze.distributed.legacy_keys import multimodal_section
+from mmfreeze.distributed.native import split_framework_keys
 from mmfreeze.exceptions import DistributedConfigError
 from mmfreeze.freeze.apply import apply_frozen_set
 from mmfreeze.freeze.engine import FrozenSetResult
@@ -24,6 +25,8 @@ from mmfreeze.resolver import MultimodalModuleSpec, resolve_multimodal_modules
 if TYPE_CHECKING:
     from mmfreeze.recipes.recipe import Recipe
 
+NO_POLICY = ("none of mmfreeze's keys in this recipe: the framework shards it with its own FSDP2 plan, "
+             "and mmfreeze checks nothing at setup")
 UNSPECIFIED_DP = 2
 """Planning stand-in when `dp_size` is left to launch time: any size above 1 validates the same."""
 
@@ -32,11 +35,15 @@ def explain_distributed(
     recipe: Recipe, loaded: LoadedStructure, frozen: FrozenSetResult, *,
     override_specs: Sequence[MultimodalModuleSpec], rank_uniform: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The plan (or the rejection) for the recipe's `distributed` section, with its inputs.
+    """The plan (or the rejection) for the recipe's `distributed.multimodal` additions, with its
+    inputs. A recipe without any has no plan to show (the integration leaves its sharding to the
+    framework), unless ``rank_uniform`` asks what one with that batch contract would give.
 
     ``loaded``: the recipe's model structure; ``override_specs``: its `multimodal.modules` overrides.
     """
     section, notes = multimodal_section(recipe.distributed)
+    if not split_framework_keys(section)[1] and not rank_uniform:
+        return {"verdict": "none", "reason": NO_POLICY, "notes": list(notes)}
     model = build_requested_model(loaded.request, loaded.source)
     if recipe.peft is not None:
         spec = parse_peft_section(recipe.peft, source=recipe.display_path)

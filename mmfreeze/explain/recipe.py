@@ -71,6 +71,7 @@ def explain_model(recipe: Recipe, loaded: LoadedStructure) -> dict[str, Any]:
         "target": recipe.model.target,
         "auto_class": recipe.model.auto_class,
         "architecture": structure.class_name,
+        "architecture_module": structure.class_module,
         "config_source": {
             "kind": loaded.source.kind,
             "location": loaded.source.location,

@@ -8,15 +8,16 @@ from pathlib import Path
 import libcst as cst
 
 from mmfreeze.migrate.python.apply_parameter_freezing import LEGACY_FUNCTION
+from mmfreeze.freeze.keys import SECTION
 from mmfreeze.migrate.python.bindings import find_pragmas
 from mmfreeze.migrate.python.context import PythonContext
 from mmfreeze.migrate.python.edits import parses, splice
-from mmfreeze.migrate.python.freeze_config_kwarg import LEGACY_PREFIX
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python.registry import PYTHON_RULES
 from mmfreeze.migrate.report import PYTHON_NOTE, FileResult
 
-_MARKERS = (LEGACY_FUNCTION, "freeze_config", LEGACY_PREFIX)
+_MARKERS = (LEGACY_FUNCTION, SECTION)
+"""A file holding neither is not parsed: every rule looks for a freezing call or a `freeze_config` read."""
 
 
 def migrate_python(

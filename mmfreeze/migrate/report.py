@@ -117,7 +117,10 @@ def render_markdown(results: Sequence[FileResult], *, mode: str, limit: int | No
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
     integration = [integration_summary(results), ""] if integration_summary(results) else []
     head = [f"## mmfreeze migrate (`--mode {mode}`)", "", counts, "", *integration, "| file | status | rules |", "|---|---|---|"]
-    head.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in results)
+    listed = [r for r in results if r.status != "unchanged" or file_lines(r)]
+    head.extend(f"| `{r.display}` | {r.status} | {' '.join(r.rules)} |" for r in listed)
+    if len(listed) < len(results):
+        head += ["", f"{len(results) - len(listed)} unchanged files with nothing to report are counted above, not listed."]
     if any(r.rules and any(rule.startswith("MF1") for rule in r.rules) or r.findings for r in results):
         head += ["", f"> {PYTHON_NOTE}."]
     details = [

@@ -11,13 +11,14 @@ builds them, ``model_cls(config)`` (``model_init.__init_model``), under the same
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError
+from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError, first_line
 
 if TYPE_CHECKING:
     from torch import nn
@@ -91,6 +92,7 @@ def transformers_config_class(model_type: str) -> type[PretrainedConfig] | None:
     return getattr(transformers, name) if name is not None else None
 
 
+_REQUIRES_LIBRARY = re.compile(r"requires the (\S+) library")
 OPTIONAL_PACKAGES = {"timm": "mmfreeze[timm]", "torchvision": "mmfreeze[timm]"}
 """Packages some model classes import when built, and the extra that installs them."""
 
@@ -99,11 +101,18 @@ def environment_error(what: str, error: BaseException) -> EnvironmentBuildError:
     """``what`` failed for a reason of this machine; says which package, and how to install it."""
     if isinstance(error, MemoryError):
         return EnvironmentBuildError(f"{what}: out of memory")
-    package = (getattr(error, "name", None) or "").split(".")[0]
-    detail = str(error).splitlines()[0] if str(error).strip() else "no message"
+    package = (getattr(error, "name", None) or _required_library(error)).split(".")[0]
+    detail = first_line(error) or "no message"
     hint = f"; install it: pip install '{OPTIONAL_PACKAGES[package]}'" if package in OPTIONAL_PACKAGES else ""
     return EnvironmentBuildError(
         f"{what}: a package it needs does not import here ({package or type(error).__name__}: {detail}){hint}")
+
+
+def _required_library(error: BaseException) -> str:
+    """The package transformers' ``requires_backends`` names ("X requires the timm library but it
+    was not found"): its ImportError carries no ``name``."""
+    found = _REQUIRES_LIBRARY.search(str(error))
+    return found.group(1) if found else ""
 
 
 def build_meta_model(
@@ -128,7 +137,7 @@ def build_meta_model(
                                 f"build {model_class.__name__} on the meta device", error) from error
     except Exception as error:  # transformers raises many kinds for a bad config
         who = "nemo-automodel" if constructor == "framework" else "transformers"
-        detail = str(error).splitlines()[0] if str(error) else ""  # some list every config class on later lines
+        detail = first_line(error)  # some list every config class on later lines
         raise ModelBuildError(
             f"{who} could not build {model_class.__name__} on the meta device from this config: "
             f"{type(error).__name__}: {detail}"

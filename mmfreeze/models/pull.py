@@ -15,17 +15,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
+from mmfreeze.exceptions import ConfigSourceError, MmfreezeError, first_line
 from mmfreeze.models.config_folder import CONFIG_FILE, is_hub_id, write_pulled_config
 from mmfreeze.models.config_sources import find_offline_config
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 PULL_THREADS = 8
+HUB_ANSWER_SECONDS = 15.0
+"""How long a pull waits for the hub to answer one request before it gives up on the whole pull:
+huggingface_hub retries a dead connection with backoff, which takes minutes per model."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +94,32 @@ def plan_pull(recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelRe
     return plan
 
 
+def hub_endpoint() -> str:
+    """Where configs are pulled from: ``HF_ENDPOINT`` (read at each call), else the Hugging Face Hub."""
+    from huggingface_hub import constants
+
+    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+
+
+def check_hub_answers(endpoint: str, *, timeout: float = HUB_ANSWER_SECONDS) -> None:
+    """One request to ``endpoint`` before any download: a hub that refuses the connection, or does
+    not answer within ``timeout`` seconds, fails the pull at once with one error (any HTTP status
+    is an answer)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(endpoint.rstrip("/") + "/", method="HEAD"), timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        why = f"no answer within {timeout:g} s" if isinstance(reason, TimeoutError) else f"{type(reason).__name__}: {reason}"
+        raise ConfigSourceError(
+            f"the hub at {endpoint} cannot be reached ({why}); nothing was pulled. Set HF_ENDPOINT to a hub "
+            "this machine reaches, or put each config.json in the configs folder as <org>/<name>/config.json",
+            key="HF_ENDPOINT",
+        ) from None
+
+
 def pull_configs(
     model_ids: Sequence[str], configs_dir: Path, *, hub_cache: Path | None = None
 ) -> Iterator[Pulled | ConfigSourceError]:
@@ -112,7 +143,7 @@ def pull_config(model_id: str, configs_dir: Path, *, hub_cache: Path | None = No
 
     try:
         downloaded = Path(hf_hub_download(
-            model_id, CONFIG_FILE, cache_dir=hub_cache, endpoint=os.environ.get("HF_ENDPOINT") or None
+            model_id, CONFIG_FILE, cache_dir=hub_cache, endpoint=hub_endpoint(), etag_timeout=HUB_ANSWER_SECONDS,
         ))
     except Exception as error:  # huggingface_hub raises HTTP, OS and validation errors of many types
         raise ConfigSourceError(f"downloading {CONFIG_FILE} failed: {_brief(error)}", source=model_id) from error
@@ -131,6 +162,5 @@ def pull_config(model_id: str, configs_dir: Path, *, hub_cache: Path | None = No
 
 
 def _brief(error: Exception) -> str:
-    """The first line of a huggingface_hub error (the rest is request ids and URLs)."""
-    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    first = first_line(error)
     return f"{type(error).__name__}: {first}" if first else type(error).__name__

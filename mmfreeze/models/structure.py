@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 2
+STRUCTURE_FORMAT_VERSION = 3
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -78,6 +78,9 @@ class ModelStructure:
     linear_modules: frozenset[str] = frozenset()
     """Paths (every path, aliases included) of modules that are ``nn.Linear`` instances."""
     config_facts: ConfigFacts = ConfigFacts()
+    class_module: str = ""
+    """The module that defines the class (``transformers.models.qwen3_5.modeling_qwen3_5`` or the
+    framework's own): two libraries may define a class of the same name."""
     build_note: str = ""
     """Why the transformers class stands in for the framework's own (``builder_fallback =
     "transformers"``, the framework's class could not be built on meta); ``""`` otherwise."""
@@ -95,6 +98,7 @@ class ModelStructure:
         return {
             "format": STRUCTURE_FORMAT_VERSION,
             "class_name": self.class_name,
+            "class_module": self.class_module,
             "modules": dict(self.modules),
             "module_aliases": dict(self.module_aliases),
             "root_attributes": dict(self.root_attributes),
@@ -113,6 +117,7 @@ class ModelStructure:
             raise ValueError(f"structure format {data.get('format')!r} is not {STRUCTURE_FORMAT_VERSION}")
         return cls(
             class_name=data["class_name"],
+            class_module=data["class_module"],
             modules=dict(data["modules"]),
             module_aliases=dict(data["module_aliases"]),
             root_attributes=dict(data["root_attributes"]),
@@ -143,6 +148,7 @@ def structure_of(model: nn.Module) -> ModelStructure:
             module_aliases[path] = seen
     return ModelStructure(
         class_name=type(model).__name__,
+        class_module=type(model).__module__,
         modules=modules,
         module_aliases=module_aliases,
         parameters=tuple(_parameter_infos(model.named_parameters(remove_duplicate=False))),

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
 from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.models.pull import HUB_ANSWER_SECONDS
 from tests.cli.test_explain import TINY_LLAVA
 from tests.models.local_hub import LocalHub
 
@@ -88,3 +93,43 @@ def test_pull_without_a_configs_folder_is_a_usage_error(tmp_path: Path) -> None:
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     result = run(repo, "configs", "pull", "recipes")
     assert result.returncode == ExitCode.USAGE and "set `configs = \"model_configs\"`" in result.stderr
+
+
+def closed_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed on exit: connecting to it is refused
+
+
+def pull_from(repo: Path, endpoint: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "CI": "true", "HF_HOME": str(repo.parent / ".hf-home"), "HF_ENDPOINT": endpoint}
+    started = time.monotonic()
+    result = subprocess.run([*MMFREEZE, "configs", "pull", "recipes"], cwd=repo, env=env,
+                            capture_output=True, text=True, timeout=300)
+    return result, time.monotonic() - started
+
+
+def assert_one_line(result: subprocess.CompletedProcess[str], endpoint: str, why: str) -> None:
+    assert result.returncode == ExitCode.INPUT_ERROR
+    assert result.stderr.strip().splitlines() == [
+        f"error: HF_ENDPOINT: the hub at {endpoint} cannot be reached ({why}); nothing was pulled. Set HF_ENDPOINT "
+        "to a hub this machine reaches, or put each config.json in the configs folder as <org>/<name>/config.json"
+    ], result.stderr
+
+
+def test_a_hub_that_refuses_the_connection_ends_the_pull_at_once_with_one_line(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{closed_loopback_port()}"
+    result, seconds = pull_from(team_repo(tmp_path), endpoint)
+    assert_one_line(result, endpoint, "ConnectionRefusedError: [Errno 111] Connection refused")
+    assert seconds < 10, f"the pull took {seconds:.1f} s against a closed port (huggingface_hub retries for minutes)"
+
+
+@pytest.mark.slow  # it waits out the hub's silence by design
+def test_a_hub_that_accepts_and_never_answers_ends_the_pull_within_a_minute_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # the kernel completes connections; nothing ever reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        result, seconds = pull_from(team_repo(tmp_path), endpoint)
+    assert_one_line(result, endpoint, f"no answer within {HUB_ANSWER_SECONDS:g} s")
+    assert seconds < 60, f"the pull took {seconds:.1f} s against a silent hub"

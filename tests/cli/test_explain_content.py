@@ -70,8 +70,17 @@ def _counts(group: str, path: str | None, members: list, frozen: frozenset[str])
     }
 
 
-def _explain(*options: str) -> Any:
-    return CliRunner().invoke(cli, ["explain", str(RECIPE), *options], terminal_width=WIDE)
+def _explain(*options: str, recipe: Path = RECIPE) -> Any:
+    return CliRunner().invoke(cli, ["explain", str(recipe), *options], terminal_width=WIDE)
+
+
+@pytest.fixture
+def with_policy(tmp_path: Path) -> Path:
+    """The recipe with one of mmfreeze's `distributed.multimodal` keys, so it has a policy to check."""
+    recipe = tmp_path / RECIPE.name
+    text = RECIPE.read_text().replace("  sequence_parallel: false\n", "  sequence_parallel: false\n  multimodal:\n    audio: {run_dummy_forward: auto}\n")
+    recipe.write_text(text)
+    return recipe
 
 
 def _decoder_layers() -> int:
@@ -112,8 +121,17 @@ def test_explain_reports_each_module_s_frozen_counts_as_the_engine_computes_them
             f"{tensors - frozen_tensors:,} tensors, {parameters - frozen_parameters:,} parameters") in text
 
 
-def test_without_a_rank_uniform_declaration_setup_rejects_the_policy_and_check_exits_rejected() -> None:
-    plain = _explain()
+def test_a_recipe_without_mmfreeze_distributed_keys_has_no_policy_to_check() -> None:
+    plain = _explain("--check")
+    assert plain.exit_code == 0, plain.output
+    assert ("distributed.multimodal: none of mmfreeze's keys in this recipe: the framework shards it with its own "
+            "FSDP2 plan, and mmfreeze checks nothing at setup") in " ".join(plain.output.split())
+    assert "rejected at setup" not in plain.output and "FSDP units" not in plain.output
+    assert json.loads(_explain("--format", "json").stdout)["distributed"]["verdict"] == "none"
+
+
+def test_without_a_rank_uniform_declaration_setup_rejects_the_policy_and_check_exits_rejected(with_policy: Path) -> None:
+    plain = _explain(recipe=with_policy)
     assert plain.exit_code == 0, plain.output
     assert "distributed.multimodal on mesh (dp=2): rejected at setup" in plain.output
     flat = " ".join(plain.output.split())
@@ -121,8 +139,8 @@ def test_without_a_rank_uniform_declaration_setup_rejects_the_policy_and_check_e
             "model.multi_modal_projector") in flat
     assert "batch contract: rank-uniform modalities none" in flat
     assert "FSDP units" not in plain.output  # no plan is printed for a rejected policy
-    assert _explain("--check").exit_code == ExitCode.REJECTED == 6
-    distributed = json.loads(_explain("--format", "json").stdout)["distributed"]
+    assert _explain("--check", recipe=with_policy).exit_code == ExitCode.REJECTED == 6
+    distributed = json.loads(_explain("--format", "json", recipe=with_policy).stdout)["distributed"]
     assert distributed["verdict"] == "rejected" and distributed["batch_contract"]["rank_uniform"] == []
 
 
@@ -154,3 +172,12 @@ def test_rank_uniform_for_a_modality_the_recipe_does_not_execute_changes_nothing
     result = _explain("--rank-uniform", modality, "--check")
     assert result.exit_code == ExitCode.REJECTED, result.output
     assert "rejected at setup" in result.output
+
+
+def test_explain_names_the_built_class_with_the_module_that_defines_it() -> None:
+    """A class name alone is ambiguous: the framework and transformers both define some."""
+    explanation = json.loads(_explain("--format", "json").stdout)
+    assert (explanation["architecture"], explanation["architecture_module"]) == (
+        "Qwen2AudioForConditionalGeneration", "transformers.models.qwen2_audio.modeling_qwen2_audio")
+    assert ("│ architecture │ Qwen2AudioForConditionalGeneration "
+            "(transformers.models.qwen2_audio.modeling_qwen2_audio)") in " ".join(_explain().output.split())

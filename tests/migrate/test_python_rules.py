@@ -145,6 +145,7 @@ def test_one_call_rewritten_one_kept_keeps_both_imports(run):
 def test_mf102_reports_freeze_config_elsewhere_and_legacy_reads_and_rewrites_nothing(run):
     source = textwrap.dedent("""\
         model = Auto.from_pretrained(p, freeze_config={"freeze_vision_tower": True})
+        sec = cfg.get("freeze_config", {})
         if cfg["freeze_config"]["freeze_vision_tower"] or sec.get("freeze_audio_tower"):
             pass
         other(freeze_config=cfg)
@@ -153,8 +154,19 @@ def test_mf102_reports_freeze_config_elsewhere_and_legacy_reads_and_rewrites_not
         """)
     result = run(source)
     assert result.new_text == source
-    assert [(f.line, f.rule) for f in result.findings] == [(1, "MF102"), (2, "MF102"), (2, "MF102"), (4, "MF102")]
+    assert [(f.line, f.rule) for f in result.findings] == [(1, "MF102"), (3, "MF102"), (3, "MF102"), (5, "MF102")]
     assert "passed to Auto.from_pretrained, which reads it with its own parser" in result.findings[0].message
+
+
+def test_mf102_reports_only_reads_of_a_freeze_config_section(run):
+    source = textwrap.dedent("""\
+        embeddings = recipe_cfg.get("freeze_embeddings")
+        flags = {"freeze_audio_tower": True}["freeze_audio_tower"]
+        section = cfg.freeze_config
+        tower = section["freeze_vision_tower"] or cfg.freeze_config.get("unfreeze_modules")
+        """)
+    result = run(source)
+    assert [(f.line, f.rule) for f in result.findings] == [(4, "MF102"), (4, "MF102")]
 
 
 def test_disabled_rules_do_nothing(run):

@@ -36,3 +36,11 @@ def test_each_item_counts_tensors_and_parameters() -> None:
 def test_json_keeps_both_counts_exact() -> None:
     files = json.loads(render_json([_changed(0)], mode="intent"))["files"]
     assert files[0]["newly_trainable"]["model.visual.blocks.00 (vision tower)"] == {"tensors": 12, "parameters": 4_718_592}
+
+
+def test_files_with_nothing_to_report_are_counted_not_listed() -> None:
+    quiet = [FileResult(display=f"train_{i}.py", old_text="x", new_text="x", status="unchanged") for i in range(3)]
+    comment = render_markdown([_changed(0), *quiet], mode="intent")
+    assert "| `recipes/r_000.yaml` | changed |" in comment and "train_0.py" not in comment
+    assert "1 changed, 3 unchanged" in comment
+    assert "3 unchanged files with nothing to report are counted above, not listed." in comment

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mmfreeze.models.build import environment_error
 from tests.conftest import REPO_ROOT
 
 RECIPE = "example_configs/vlm_finetune/gemma3n/gemma3n_e4b_cord_v2.yaml"  # its vision tower is timm's
@@ -59,3 +60,17 @@ def test_another_version_of_a_package_that_shapes_a_build_is_another_structure(
     real = cache.installed_version
     monkeypatch.setattr(cache, "installed_version", lambda name: "0.0.1" if name == package else real(name))
     assert cache.structure_key(config, "AutoModelForImageTextToText") != before
+
+
+def test_transformers_missing_backend_error_names_the_package_and_the_extra() -> None:
+    """transformers' ``requires_backends`` raises an ImportError with no ``name`` whose text starts
+    with a blank line; the report still names timm and the extra that installs it."""
+    from transformers.utils.import_utils import BACKENDS_MAPPING
+
+    error = ImportError(BACKENDS_MAPPING["timm"][1].format("TimmWrapperModel"))
+    message = str(environment_error("transformers could not build Gemma3nForConditionalGeneration", error))
+    assert message == (
+        "transformers could not build Gemma3nForConditionalGeneration: a package it needs does not import here "
+        "(timm: TimmWrapperModel requires the timm library but it was not found in your environment. You can "
+        "install it with pip:); install it: pip install 'mmfreeze[timm]'"
+    )

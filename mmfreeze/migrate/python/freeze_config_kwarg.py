@@ -14,19 +14,23 @@ After (unchanged; two report lines)::
 This rule only reports. A ``freeze_config=`` keyword on any call but the two freezing functions
 goes to a callee that reads it with its own parser: nemo-automodel's (``from_pretrained``, its
 recipes) accepts its own vocabulary and rejects the new one, so rewriting the literal would break
-the call. Reads of legacy keys (``cfg["freeze_config"]["freeze_vision_tower"]``,
-``section.get("freeze_vision_tower")``) change meaning once the recipe is migrated. A dict already
-in the new vocabulary is not reported, so a second run reports the same sites.
+the call. Reads of legacy keys from a `freeze_config` section (``cfg["freeze_config"]["freeze_vision_tower"]``,
+``section.get("freeze_vision_tower")`` after ``section = cfg.get("freeze_config")``) change meaning once
+the recipe is migrated; a ``freeze_*`` key read from anything else (``recipe_cfg.get("freeze_embeddings")``)
+is not this section's, and is not reported. A dict already in the new vocabulary is not reported, so
+a second run reports the same sites.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import libcst as cst
 from libcst import matchers as m
 from libcst.metadata import PositionProvider
 
 from mmfreeze.exceptions import FreezeConfigError
-from mmfreeze.freeze.keys import detect_vocabulary
+from mmfreeze.freeze.keys import SECTION, detect_vocabulary, is_framework_key
 from mmfreeze.migrate.python.apply_parameter_freezing import LEGACY_FUNCTION, NEW_FUNCTION
 from mmfreeze.migrate.python.context import PythonContext
 from mmfreeze.migrate.python.dict_translate import literal_section
@@ -35,7 +39,7 @@ from mmfreeze.migrate.report import Finding
 from mmfreeze.migrate.rules import MF102
 
 RULE = MF102
-LEGACY_PREFIX = "freeze_"
+LEGACY_READ = "reads a legacy freeze_config key, whose meaning changes with the migrated recipe; migrate it by hand"
 _FREEZING_FUNCTIONS = (LEGACY_FUNCTION, NEW_FUNCTION)
 
 
@@ -52,12 +56,19 @@ class FreezeConfigKwargVisitor(cst.CSTVisitor):
         super().__init__()
         self.context = context
         self.result = RuleEdits()
+        self.sections: set[str] = {SECTION}
+        """Names bound to a `freeze_config` section in this file (assignments seen so far)."""
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_section(node.value, self.sections):
+            self.sections.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
 
     def visit_Call(self, node: cst.Call) -> None:
         if m.matches(node.func, m.Name() | m.Attribute()) and _callee_name(node.func) in _FREEZING_FUNCTIONS:
             return  # MF101's call (rewritten or reported there), or one already migrated
-        if m.matches(node.func, m.Attribute(attr=m.Name("get"))) and node.args and _is_legacy_key(node.args[0].value):
-            self._report(node, "reads a legacy freeze_config key, whose meaning changes with the migrated recipe; migrate it by hand")
+        if (m.matches(node.func, m.Attribute(attr=m.Name("get"))) and node.args and _is_legacy_key(node.args[0].value)
+                and _is_section(node.func.value, self.sections)):  # type: ignore[attr-defined]
+            self._report(node, LEGACY_READ)
         for argument in node.args:
             if argument.keyword is not None and argument.keyword.value == "freeze_config" and not self._is_new(argument.value):
                 callee = source_of(self.context.lines, self.get_metadata(PositionProvider, node.func))
@@ -66,8 +77,8 @@ class FreezeConfigKwargVisitor(cst.CSTVisitor):
                     "the new vocabulary); to migrate it, drop the keyword and call apply_freeze_config on the loaded model"))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if any(isinstance(e.slice, cst.Index) and _is_legacy_key(e.slice.value) for e in node.slice):
-            self._report(node, "reads a legacy freeze_config key, whose meaning changes with the migrated recipe; migrate it by hand")
+        if _subscript_key(node, _is_legacy_key) and _is_section(node.value, self.sections):
+            self._report(node, LEGACY_READ)
 
     def _is_new(self, value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Dict):
@@ -88,8 +99,26 @@ def _callee_name(func: cst.BaseExpression) -> str:
 
 
 def _is_legacy_key(node: cst.BaseExpression) -> bool:
-    """A ``"freeze_*"`` string other than the section name ``"freeze_config"`` itself."""
-    if not isinstance(node, cst.SimpleString):
-        return False
-    value = str(node.evaluated_value)
-    return value.startswith(LEGACY_PREFIX) and value != "freeze_config"
+    """A string naming one of the framework's `freeze_config` keys (not the section name itself)."""
+    return isinstance(node, cst.SimpleString) and node.evaluated_value != SECTION and is_framework_key(node.evaluated_value)
+
+
+def _is_section_key(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == SECTION
+
+
+def _subscript_key(node: cst.Subscript, test: Callable[[cst.BaseExpression], bool]) -> bool:
+    return any(isinstance(element.slice, cst.Index) and test(element.slice.value) for element in node.slice)
+
+
+def _is_section(node: cst.BaseExpression, names: set[str]) -> bool:
+    """Whether ``node`` reads a `freeze_config` section: ``x["freeze_config"]``, ``x.get("freeze_config")``,
+    ``x.freeze_config``, or a name bound to one of these."""
+    if isinstance(node, cst.Name):
+        return node.value in names
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == SECTION
+    if isinstance(node, cst.Subscript):
+        return _subscript_key(node, _is_section_key)
+    return (isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("get")))
+            and bool(node.args) and _is_section_key(node.args[0].value))
