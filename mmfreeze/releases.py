@@ -8,32 +8,52 @@ Two releases differ in ways a frozen set can show (both read from the framework'
 - **0.6** read `freeze_config` with ``dict.get`` (other keys ignored, values by truthiness) and
   compiled every ``*`` to ``.*``.
 
-A recipe runs under 0.7 unless 0.7 rejects it and 0.6 accepts it: such a recipe can only have
-trained on 0.6, so its frozen set is 0.6's (`mmfreeze.freeze.framework.detect_rules`).
+The release is the repository's, never guessed per recipe (a typo that 0.6 ignored and 0.7 rejects
+is a typo, not a sign of 0.6): ``[tool.mmfreeze] framework``, else the installed nemo-automodel's,
+else the newest supported (:func:`framework_rules`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
+
+from mmfreeze.versions import installed_version
 
 Release = Literal["0.7", "0.6"]
+RELEASES: tuple[str, ...] = get_args(Release)
 CURRENT_RELEASE: Release = "0.7"
 
 
 @dataclass(frozen=True, kw_only=True)
 class FrameworkRules:
-    """The release whose rules a recipe's frozen set follows, and why when it is not the current one."""
+    """The release whose rules a repository's frozen sets follow, and where that came from."""
 
     release: Release = CURRENT_RELEASE
-    reason: str = ""
+    reason: str = "the newest release mmfreeze supports"
 
     def describe(self) -> str:
-        text = f"nemo-automodel {self.release}"
-        return f"{text} ({self.reason})" if self.reason else text
+        """As a snapshot header names it (the reason is not behaviour: it stays out)."""
+        return f"nemo-automodel {self.release}"
 
 
 CURRENT_RULES = FrameworkRules()
+DECLARE_06 = 'a repository that trains on nemo-automodel 0.6 declares it: framework = "0.6" under [tool.mmfreeze]'
+
+
+def framework_rules(declared: Release | None) -> FrameworkRules:
+    """The repository's release: ``declared`` (``[tool.mmfreeze] framework``), else the installed
+    nemo-automodel's (read from package metadata), else the newest supported one."""
+    if declared is not None:
+        return FrameworkRules(release=declared, reason="[tool.mmfreeze] framework")
+    installed = installed_version("nemo-automodel")
+    release = ".".join(installed.split(".")[:2])
+    if release in RELEASES:
+        return FrameworkRules(release=release, reason=f"nemo-automodel {installed} is installed")  # type: ignore[arg-type]
+    if installed != "missing":
+        return FrameworkRules(reason=f"nemo-automodel {installed} is installed, whose rules mmfreeze does not know; "
+                                     f"the newest it supports, {CURRENT_RELEASE}, applies")
+    return CURRENT_RULES
 
 
 INTEGRATION_RELEASES: tuple[str, ...] = ("0.7.0",)

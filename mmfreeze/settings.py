@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from mmfreeze.exceptions import SettingsError
+from mmfreeze.releases import RELEASES, Release
 from mmfreeze.suggest import did_you_mean
 
 BuilderSetting = Literal["auto", "framework", "transformers"]
@@ -67,6 +68,9 @@ class Settings:
     """``builder``: what builds the models: ``framework`` (NeMo AutoModel's own class where it has
     one), ``transformers``, or ``auto`` (the framework when it is installed with the transformers
     it requires)."""
+    framework: Release | None = None
+    """``framework``: the nemo-automodel release the repository trains on (``"0.7"`` or ``"0.6"``),
+    whose rules every recipe's frozen set follows; unset: the installed one's, else the newest."""
     builder_fallback: FallbackSetting = "none"
     """``builder_fallback``: ``transformers`` builds the transformers class where the framework's
     cannot be built on meta (the snapshot header says why); ``none`` makes that an input error."""
@@ -229,6 +233,7 @@ _PARSERS = {
     "builder_fallback": _choice("builder_fallback", FALLBACK_SETTINGS),
     "configs": _folder("configs"),
     "exclude": _exclude,
+    "framework": _choice("framework", RELEASES),
     "snapshots": _folder("snapshots"),
 }
 """Setting name -> its parser, which returns the typed value or raises :class:`SettingsError`."""

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+if TYPE_CHECKING:
+    from mmfreeze.releases import FrameworkRules
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
@@ -23,6 +27,14 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 # The corpus as it was before `mmfreeze migrate example_configs` (legacy vocabulary), kept so the
 # legacy engine and the migration stay tested on it.
 LEGACY_CORPUS = REPO_ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
+
+
+def legacy_rules() -> FrameworkRules:
+    """The release the pre-migration corpus trained on, as its own `[tool.mmfreeze] framework` says (0.6)."""
+    from mmfreeze.releases import framework_rules
+    from mmfreeze.settings import find_settings
+
+    return framework_rules(find_settings(cwd=LEGACY_CORPUS).framework)
 
 
 def top_level_environment() -> dict[str, str]:

@@ -26,6 +26,7 @@ from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
+from mmfreeze.releases import framework_rules
 
 
 @click.command(epilog=EXIT_CODE_HELP)
@@ -52,7 +53,8 @@ def explain(
     cache = structure_cache(cache_dir, no_cache)
     try:
         parsed = load_recipe(
-            recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs
+            recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs,
+            framework=framework_rules(settings.framework),
         )
         loaded = load_structure(model_request(parsed, choice), cache, allow_network=allow_network)
         explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)
@@ -107,7 +109,8 @@ def _print_modules(explanation: dict[str, Any]) -> None:
 
 
 def _print_freezing(freezing: dict[str, Any]) -> None:
-    title = f"freezing ({freezing['vocabulary']} vocabulary, rules of {escape(freezing['framework'])}"
+    rules = freezing["framework"] + ("" if freezing["vocabulary"] == "new" else f": {freezing['framework_reason']}")
+    title = f"freezing ({freezing['vocabulary']} vocabulary, rules of {escape(rules)}"
     title += f", {freezing['lora_adapter_tensors']} LoRA adapter tensors)" if freezing["lora_adapter_tensors"] else ")"
     table = Table(title=title, title_justify="left")
     for column in ("group", "path", "state", "frozen tensors", "frozen parameters"):

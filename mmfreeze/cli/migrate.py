@@ -27,6 +27,7 @@ from mmfreeze.migrate.section import MODES
 from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
+from mmfreeze.releases import framework_rules
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
@@ -52,7 +53,7 @@ def migrate(
     settings = repository_settings(paths, configs=configs, allow_targets=allow_targets)
     try:
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
-                                 allowed_targets=allowed_targets(settings))
+                                 allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework))
         files = _recipes_and_sources(find_migratable(paths), recipe_finder(settings))
     except MmfreezeError as error:
         report_error(error)

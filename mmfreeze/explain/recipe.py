@@ -103,6 +103,7 @@ def explain_freezing(frozen: FrozenSetResult, inventory: ResolvedInventory) -> d
         "vocabulary": frozen.vocabulary,
         "framework": frozen.rules.describe(),
         "framework_release": frozen.rules.release,
+        "framework_reason": frozen.rules.reason,
         "frozen_tensors": len(frozen.frozen),
         "frozen_parameters": frozen.frozen_numel,
         "trainable_tensors": len(trainable),

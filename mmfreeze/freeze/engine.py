@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.freeze.keys import Vocabulary, detect_vocabulary
-from mmfreeze.freeze.framework import detect_rules, framework_freeze_steps, parse_framework_freeze_config
+from mmfreeze.freeze.framework import framework_freeze_steps, parse_framework_freeze_config
 from mmfreeze.freeze.invariants import invariant_freezes
 from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
@@ -49,16 +49,18 @@ class FrozenSetResult:
         return sum(info.numel for info in self.structure.parameters if info.name in self.frozen)
 
 
-def trained_structure(structure: ModelStructure, document: Mapping[str, Any], *, source: str) -> ModelStructure:
+def trained_structure(
+    structure: ModelStructure, document: Mapping[str, Any], *, source: str, rules: FrameworkRules = CURRENT_RULES,
+) -> ModelStructure:
     """The structure training runs on: LoRA injected and the PEFT baseline set when the recipe has `peft:`."""
     section = document.get("freeze_config")
-    return _trained(structure, document, rules_for(section, detect_vocabulary(section, source=source)), source=source)
+    return _trained(structure, document, rules_for(rules, detect_vocabulary(section, source=source)), source=source)
 
 
-def rules_for(section: Any, vocabulary: Vocabulary) -> FrameworkRules:
-    """The release whose rules apply: only a legacy section can be one that only 0.6 accepted.
-    A new-vocabulary section runs on mmfreeze's runtime, which ends with 0.7's invariants."""
-    return detect_rules(section) if vocabulary == "legacy" else CURRENT_RULES
+def rules_for(repository: FrameworkRules, vocabulary: Vocabulary) -> FrameworkRules:
+    """The repository's release reads a framework-vocabulary section; a new-vocabulary one runs on
+    mmfreeze's runtime, which ends with 0.7's invariants whatever the release."""
+    return CURRENT_RULES if vocabulary == "new" else repository
 
 
 def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: FrameworkRules, *, source: str) -> ModelStructure:
@@ -70,16 +72,17 @@ def _trained(structure: ModelStructure, document: Mapping[str, Any], rules: Fram
 
 def compute_frozen_set(
     structure: ModelStructure, document: Mapping[str, Any], *, source: str,
-    override_specs: Sequence[MultimodalModuleSpec], invariants: bool = True,
+    override_specs: Sequence[MultimodalModuleSpec], invariants: bool = True, rules: FrameworkRules = CURRENT_RULES,
 ) -> FrozenSetResult:
     """Run the recipe's trainability pipeline on ``structure``, as pure data.
 
     ``override_specs``: the recipe's `multimodal.modules` overrides, already turned into resolver
-    specs by the caller (the engine does not read recipe sections it does not own).
+    specs by the caller (the engine does not read recipe sections it does not own); ``rules``: the
+    release the repository trains on (:func:`mmfreeze.releases.framework_rules`).
     """
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)
-    rules = rules_for(section, vocabulary)
+    rules = rules_for(rules, vocabulary)
     trained = _trained(structure, document, rules, source=source)
     steps = [*_section_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs)]
     # ``invariants=False``: what a direct call of 0.7's ``apply_parameter_freezing`` does, which

@@ -31,7 +31,7 @@ from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING, Legac
 from mmfreeze.freeze.plan import parameters_under_any
 from mmfreeze.freeze.selectors import MODULE_SELECTOR_SHAPES, ModuleSelector, parse_module_selector, unmatched
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.releases import DECLARE_06, FrameworkRules
 
 WRAPPER_COMPONENTS = ("_checkpoint_wrapped_module.", "_orig_mod.")
 """Removed from module paths before selectors are matched (``canonical_parameter_fqn``)."""
@@ -52,17 +52,6 @@ class FrameworkFreezeConfig:
     unfreeze_modules: tuple[ModuleSelector, ...] = ()
 
 
-def detect_rules(section: Any) -> FrameworkRules:
-    """0.7, unless 0.7 rejects the section where 0.6 accepted it (no selectors, only keys or
-    values 0.6 ignored or took by truthiness): such a recipe trained on 0.6."""
-    if not isinstance(section, Mapping) or any(key in section for key in SELECTOR_KEYS):
-        return CURRENT_RULES
-    problems = strict_problems(section)
-    if not problems:
-        return CURRENT_RULES
-    return FrameworkRules(release="0.6", reason=f"0.7 rejects {'; '.join(problems)}")
-
-
 def parse_framework_freeze_config(
     section: Mapping[str, Any], rules: FrameworkRules, *, source: str | None = None
 ) -> FrameworkFreezeConfig:
@@ -73,8 +62,8 @@ def parse_framework_freeze_config(
     problems = strict_problems(section)
     if problems:
         raise FreezeConfigError(
-            f"nemo-automodel 0.7 rejects {'; '.join(problems)}; valid keys: {', '.join(FRAMEWORK_KEYS)}",
-            source=source, key=SECTION,
+            f"nemo-automodel 0.7 rejects {'; '.join(problems)}; valid keys: {', '.join(FRAMEWORK_KEYS)} "
+            f"({DECLARE_06})", source=source, key=SECTION,
         )
     selectors = {key: _selectors(section, key, source) for key in SELECTOR_KEYS if key in section}
     flags = {key: bool(section.get(key, False)) for key in BOOLEAN_KEYS}

@@ -34,7 +34,7 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetRes
     from mmfreeze.resolver.overrides import override_specs
 
     return compute_frozen_set(structure, recipe.document, source=recipe.display_path,
-                              override_specs=override_specs(recipe.module_overrides))
+                              override_specs=override_specs(recipe.module_overrides), rules=recipe.framework)
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> TrainedMo
     from mmfreeze.resolver.overrides import override_specs
     from mmfreeze.resolver.resolve import resolve_structure
 
-    trained = trained_structure(structure, recipe.document, source=recipe.display_path)
+    trained = trained_structure(structure, recipe.document, source=recipe.display_path, rules=recipe.framework)
     return TrainedModel(trained, resolve_structure(trained, override_specs=override_specs(recipe.module_overrides)))
 
 

@@ -24,15 +24,17 @@ from mmfreeze.migrate.section import (
 )
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 INTENDED_ROLE = "tower"
 
 
 def intent_section(
-    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
+    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None,
+    rules: FrameworkRules = CURRENT_RULES,
 ) -> SectionMigration:
     """The literal translation of ``section``, with the parameters it freezes differently."""
-    task = SectionInput(structure=structure, section=section, inventory=inventory, source=source)
+    task = SectionInput(structure=structure, section=section, inventory=inventory, source=source, rules=rules)
     config = parse_framework_freeze_config(section, task.original.rules, source=source)
     new, notes = _translate_flags(config.flags, inventory)
     modules = [*new.pop("modules", []), *map(_entry, config.freeze_modules)]

@@ -32,6 +32,7 @@ from mmfreeze.migrate.section import SectionInput, SectionMigration, common_note
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
 from mmfreeze.resolver.labels import describe_total
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 _START_RULES = (BUILT_FROZEN_RULE, PEFT_BASELINE_RULE)
 
@@ -65,10 +66,11 @@ class Goal:
 
 
 def preserve_section(
-    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None
+    structure: ModelStructure, section: Mapping[str, Any], inventory: ResolvedInventory, *, source: str | None = None,
+    rules: FrameworkRules = CURRENT_RULES,
 ) -> SectionMigration:
     """The section that freezes exactly what ``section`` freezes on ``structure`` (the trained one)."""
-    goal = Goal(SectionInput(structure=structure, section=section, inventory=inventory, source=source))
+    goal = Goal(SectionInput(structure=structure, section=section, inventory=inventory, source=source, rules=rules))
     _refuse_unfreezing(goal)
     new, kept = _flag_section(goal)
     flagged = goal.task.frozen_with(new) - goal.task.targets.fixed.keys()

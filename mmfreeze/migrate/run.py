@@ -15,6 +15,7 @@ from mmfreeze.migrate.section import Mode
 from mmfreeze.migrate.yaml_file import StructureOf, migrate_yaml
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
 from mmfreeze.recipes.recipe import display_path
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 PYTHON_SUFFIXES = (".py",)
 
@@ -24,6 +25,8 @@ class MigrateOptions:
     mode: Mode = "preserve"
     disabled: frozenset[str] = frozenset()
     allowed_targets: Mapping[str, str]
+    framework: FrameworkRules = CURRENT_RULES
+    """The release the repository trains on, whose rules read its framework-vocabulary sections."""
 
 
 def find_migratable(paths: Iterable[Path]) -> list[Path]:
@@ -37,7 +40,7 @@ def plan_files(
 ) -> list[FileResult]:
     """Every file's migrated text and report; nothing is written. Models bound by Python call
     sites are built once for the whole run."""
-    models = BoundModels(structure_of, options.allowed_targets)
+    models = BoundModels(structure_of, options.allowed_targets, options.framework)
     return [_plan_file(path, options, structure_of, models) for path in files if progress(path) is None]
 
 
@@ -50,7 +53,7 @@ def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf, m
     if path.suffix in PYTHON_SUFFIXES:
         return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=models)
     return migrate_yaml(path, text, display=display, mode=options.mode, disabled=options.disabled,
-                        structure_of=structure_of, allowed_targets=options.allowed_targets)
+                        structure_of=structure_of, allowed_targets=options.allowed_targets, framework=options.framework)
 
 
 def write_changed(files: Iterable[Path], results: Iterable[FileResult]) -> list[MmfreezeError]:

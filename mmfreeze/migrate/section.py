@@ -33,7 +33,7 @@ from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import frozen_after
 from mmfreeze.freeze.targets import FreezeTargets, roles_by_modality
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import CURRENT_RULES
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver import ResolvedInventory
 from mmfreeze.suggest import did_you_mean
 
@@ -86,6 +86,8 @@ class SectionInput:
     inventory: ResolvedInventory
     """Resolved on ``structure`` with the recipe's `multimodal` overrides, as the engine resolves it."""
     source: str | None = None
+    rules: FrameworkRules = CURRENT_RULES
+    """The release the repository trains on, whose rules read the section."""
 
     @cached_property
     def vocabulary(self) -> Vocabulary:
@@ -98,19 +100,19 @@ class SectionInput:
             self._check_selectors()
         # A framework-vocabulary section: only a new-vocabulary one resolves modules, so no overrides.
         return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
-                                  override_specs=())
+                                  override_specs=(), rules=self.rules)
 
     @cached_property
     def call_frozen(self) -> frozenset[str]:
         """What a direct call of the framework's ``apply_parameter_freezing`` freezes with the
-        section: 0.7's rules without the invariant freezes (``_apply_trainability_policy`` applies
-        those; the function itself does not)."""
+        section: the release's rules without the invariant freezes (``_apply_trainability_policy``
+        applies those; the function itself does not)."""
         return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
-                                  override_specs=(), invariants=False).frozen
+                                  override_specs=(), invariants=False, rules=self.rules).frozen
 
     def _check_selectors(self) -> None:
         """A 0.7 selector that matches nothing, named with a did-you-mean (the framework rejects it too)."""
-        config = parse_framework_freeze_config(self.section, CURRENT_RULES, source=self.source)
+        config = parse_framework_freeze_config(self.section, self.rules, source=self.source)
         check_against_model(FreezeConfig(modules=(*config.freeze_modules, *config.unfreeze_modules)), self.targets,
                             source=self.source)
 

@@ -33,6 +33,7 @@ from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
 _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
@@ -40,7 +41,7 @@ _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 
 def migrate_yaml(
     path: Path, text: str, *, display: str, mode: Mode, disabled: Collection[str],
-    structure_of: StructureOf, allowed_targets: Mapping[str, str],
+    structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules = CURRENT_RULES,
 ) -> FileResult:
     """The migrated text of one YAML file and what it changes; errors become a skipped result."""
     try:
@@ -48,7 +49,7 @@ def migrate_yaml(
         document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        migration, targets = _plan(path, document, mode, disabled, structure_of, allowed_targets, where)
+        migration, targets = _plan(path, document, mode, disabled, structure_of, allowed_targets, framework, where)
         new_text, rules = _apply_rules(text, YamlContext(source=display, migration=migration), disabled)
         _verify(document, new_text, migration, rules, source=display)
     except MmfreezeError as error:
@@ -61,17 +62,17 @@ def migrate_yaml(
 
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
-    structure_of: StructureOf, allowed_targets: Mapping[str, str], where: str,
+    structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules, where: str,
 ) -> tuple[SectionMigration | None, FreezeTargets | None]:
     """The new section for a legacy, 0.7-selector or mixed `freeze_config` (``None`` for any other),
     and the trained model it was planned on."""
     section = document.get("freeze_config")
     if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
         return None, None
-    recipe = load_recipe(path, allowed_targets=allowed_targets)
+    recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
     trained = recipe_trained_model(recipe, structure_of(model_request(recipe)))
     planner = preserve_section if mode == "preserve" else intent_section
-    return (planner(trained.structure, section, trained.inventory, source=where),
+    return (planner(trained.structure, section, trained.inventory, source=where, rules=framework),
             FreezeTargets(structure=trained.structure, inventory=trained.inventory))
 
 

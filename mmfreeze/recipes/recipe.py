@@ -14,6 +14,7 @@ from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 if TYPE_CHECKING:
     from mmfreeze.recipes.documents import YamlDocuments
@@ -49,6 +50,8 @@ class Recipe:
     configs_dir: Path | None = None
     """The repository's model-config folder (``[tool.mmfreeze] configs``), searched for the model's
     config after a local directory and before the bundled registry."""
+    framework: FrameworkRules = CURRENT_RULES
+    """The nemo-automodel release the repository trains on, whose rules read its `freeze_config`."""
 
     @property
     def freeze_config(self) -> Any:
@@ -121,13 +124,13 @@ def parse_yaml_text(
 
 def load_recipe(
     path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS, root: Path | None = None,
-    configs_dir: Path | None = None, documents: YamlDocuments | None = None,
+    configs_dir: Path | None = None, documents: YamlDocuments | None = None, framework: FrameworkRules = CURRENT_RULES,
 ) -> Recipe:
     """Read ``path`` and validate its `model:` section.
 
     ``root``: the repository root messages name the file from (default: the working directory);
     ``configs_dir``: the repository's model-config folder; ``documents``: the run's parsed YAML,
-    so a file discovery already read is not parsed again.
+    so a file discovery already read is not parsed again; ``framework``: the repository's release.
     """
     shown = display_path(path, root)
     document = documents.read(path) if documents is not None else read_yaml(path, shown=shown)
@@ -139,6 +142,7 @@ def load_recipe(
         document=document,
         model=_model_section(document, allowed_targets, source=shown),
         configs_dir=configs_dir,
+        framework=framework,
     )
 
 

@@ -22,6 +22,7 @@ from mmfreeze.models.loader import ModelRequest, find_config, load_structure, st
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
 from mmfreeze.snapshots.frozen_cache import (
     CachedComputation,
@@ -52,6 +53,8 @@ class LoadingOptions:
     """The run's parsed YAML, shared with discovery: each file is parsed once."""
     recipes: dict[Path, Recipe] = field(default_factory=dict)
     """Recipes already parsed in this run, by path."""
+    framework: FrameworkRules = CURRENT_RULES
+    """The release the repository trains on (``[tool.mmfreeze] framework``, :func:`framework_rules`)."""
     builder: BuilderChoice = TRANSFORMERS_BUILDER
     """What builds the models (``[tool.mmfreeze] builder``, :func:`mmfreeze.models.framework.choose_builder`)."""
 
@@ -63,7 +66,7 @@ class LoadingOptions:
         if path not in self.recipes:
             self.recipes[path] = load_recipe(
                 path, allowed_targets=self.allowed_targets, root=self.root, configs_dir=self.configs_dir,
-                documents=self.documents,
+                documents=self.documents, framework=self.framework,
             )
         return self.recipes[path]
 
@@ -71,7 +74,7 @@ class LoadingOptions:
         return structure_source(self.request(recipe), allow_network=self.allow_network)[1]
 
     def frozen_set_key(self, recipe: Recipe) -> str:
-        return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint())
+        return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint(), recipe.framework.release)
 
 
 @dataclass(frozen=True, kw_only=True)

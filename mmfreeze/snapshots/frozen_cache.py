@@ -123,11 +123,11 @@ class FailedComputation:
 CachedComputation = FrozenSetRecord | FailedComputation
 
 
-def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str) -> str:
+def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str, release: str) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
-    reads, and the code that reads them."""
+    reads, the code that reads them, and the framework release whose rules apply."""
     sections = {name: document.get(name) for name in TRAINABILITY_SECTIONS}
-    material = json.dumps([structure_key, code_fingerprint, sections], sort_keys=True, default=str)
+    material = json.dumps([structure_key, code_fingerprint, sections, release], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 

@@ -43,6 +43,7 @@ from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key, recipe_path, snapshot_path
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
+from mmfreeze.releases import framework_rules
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
@@ -87,6 +88,7 @@ class SnapshotRun:
                 root=settings.root,
                 configs_dir=settings.configs,
                 documents=documents,
+                framework=framework_rules(settings.framework),
                 builder=choose_builder(settings.builder, settings.builder_fallback),
             ),
             finder=RecipeFinder(root=settings.root, exclude=settings.exclude, documents=documents),

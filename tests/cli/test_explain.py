@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.cli.main import cli
+from mmfreeze.releases import framework_rules
 
 TINY_LLAVA = {
     "model_type": "llava",
@@ -71,20 +72,47 @@ def test_every_command_has_help() -> None:
     assert CliRunner().invoke(cli, ["--version"]).output.startswith("mmfreeze, version")
 
 
+def declare(recipe: Path, release: str) -> None:
+    (recipe.parent / "pyproject.toml").write_text(f'[tool.mmfreeze]\nframework = "{release}"\n')
+
+
 @pytest.mark.parametrize(
-    ("freeze_config", "framework"),
-    [("{freeze_vision_tower: true}", "nemo-automodel 0.7"),
-     ("{freeze_embeddings: true}", "nemo-automodel 0.6 (0.7 rejects freeze_config.freeze_embeddings: unknown key)"),
-     ("{unfreeze_modules: [{path: model.multi_modal_projector}]}", "nemo-automodel 0.7")],
+    ("freeze_config", "declared", "framework"),
+    [("{freeze_vision_tower: true}", None, "nemo-automodel 0.7"),
+     ("{freeze_embeddings: true}", "0.6", "nemo-automodel 0.6"),
+     ("{unfreeze_modules: [{path: model.multi_modal_projector}]}", "0.7", "nemo-automodel 0.7")],
 )
-def test_explain_states_which_framework_release_s_rules_applied(recipe: Path, freeze_config: str, framework: str) -> None:
-    """A legacy section only 0.6 accepted runs on 0.6's rules, and explain says so; text and JSON."""
+def test_explain_states_which_framework_release_s_rules_applied_and_why(
+    recipe: Path, freeze_config: str, declared: str | None, framework: str,
+) -> None:
+    """The repository's release reads every recipe: declared, else the installed nemo-automodel's; text and JSON."""
     recipe.write_text(recipe.read_text() + f"freeze_config: {freeze_config}\n")
+    if declared is not None:
+        declare(recipe, declared)
+    reason = "[tool.mmfreeze] framework" if declared else framework_rules(None).reason
     result = CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["freezing"]["framework"] == framework
+    freezing = json.loads(result.stdout)["freezing"]
+    assert (freezing["framework"], freezing["framework_reason"]) == (framework, reason)
     text = CliRunner().invoke(cli, ["explain", str(recipe)], terminal_width=400)
-    assert f"rules of {framework}" in " ".join(text.output.split())
+    assert f"rules of {framework}: {reason}" in " ".join(text.output.split())
+
+
+@pytest.mark.parametrize("declared", [None, "0.7"])
+def test_a_typo_in_a_legacy_key_is_an_input_error_naming_the_right_key_unless_0_6_is_declared(
+    recipe: Path, declared: str | None,
+) -> None:
+    recipe.write_text(recipe.read_text() + "freeze_config: {freeze_vison_tower: false}\n")
+    if declared is not None:
+        declare(recipe, declared)
+    result = CliRunner().invoke(cli, ["explain", str(recipe)], terminal_width=400)
+    assert result.exit_code == ExitCode.INPUT_ERROR
+    flat = " ".join(result.output.split())
+    assert "freeze_config.freeze_vison_tower: unknown key (did you mean 'freeze_vision_tower'?)" in flat
+    assert 'declares it: framework = "0.6" under [tool.mmfreeze]' in flat
+    declare(recipe, "0.6")  # 0.6 read the section with dict.get: the typo is ignored, the tower frozen by default
+    frozen = json.loads(CliRunner().invoke(cli, ["explain", str(recipe), "--format", "json"]).stdout)["freezing"]
+    assert frozen["framework"] == "nemo-automodel 0.6" and frozen["groups"][0]["state"] == "frozen"
 
 
 def test_explain_reports_a_selector_that_matches_nothing_as_an_input_error(recipe: Path) -> None:

@@ -18,6 +18,8 @@ PYTHON = FIXTURES / "python" / "distill_vlm.py"
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
+    """Two files of the pre-migration corpus, in a repository that, like it, declares nemo-automodel 0.6."""
+    shutil.copy(FIXTURES / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copy(RECIPE, tmp_path / RECIPE.name)
     shutil.copy(PYTHON, tmp_path / PYTHON.name)
     return tmp_path

@@ -102,7 +102,7 @@ def _rejections(layer: str) -> Iterator[Case]:
     yield Case(name="reject: lora match_all with excludes", kind="rejection",
                peft=_peft(match_all_linear=True, exclude_modules=["*visual*"]), rejected_key="peft.match_all_linear")
     yield Case(name="reject: unknown PeftConfig field", kind="rejection", peft=_peft(rank=4), rejected_key="peft")
-    # 0.7 rejects these, 0.6 trained them: mmfreeze applies 0.6's rules and says so.
+    # 0.7 rejects these, 0.6 trained them: an input error in a 0.7 repository, 0.6's rules where 0.6 is declared.
     yield Case(name="pre-0.7: ignored freeze_embeddings", kind="pre-0.7",
                freeze_config={"freeze_embeddings": True}, rejected_key="freeze_config.freeze_embeddings",
                as_06_reads_it={})

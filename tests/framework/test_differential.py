@@ -4,8 +4,9 @@ Every bundled registry model is built on the meta device; each case of the secti
 (`cases.py`: legacy flags, 0.7 selectors, LoRA shapes, rejections) runs through the installed
 framework (`oracle.py`) on a fresh copy of the model and through mmfreeze's snapshot path (frozen
 set computed on the structure, stored as a snapshot and read back). The frozen sets must be equal;
-what the framework rejects must be an mmfreeze input error naming the key, except what 0.6 accepted,
-where mmfreeze must apply 0.6's rules and say why. The counts are printed at the end of the run.
+what the framework rejects must be an mmfreeze input error naming the key; what only 0.6 accepted is
+that error too, unless the repository declares 0.6, where mmfreeze applies 0.6's rules and its header
+says so. The counts are printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.models.build import resolve_model_class
 from mmfreeze.models.loader import build_config, build_model
 from mmfreeze.models.structure import ModelStructure, structure_of
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 from tests.framework.cases import Case, cases_for
@@ -35,6 +37,8 @@ pytestmark = pytest.mark.framework
 REGISTRY = Path(__file__).resolve().parents[2] / "mmfreeze" / "registry" / "configs"
 AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
                 "AutoModelForSpeechSeq2Seq")
+DECLARED_06 = FrameworkRules(release="0.6", reason="[tool.mmfreeze] framework")
+"""A repository that declares 0.6: what the pre-0.7 cases trained on."""
 FAST_MODELS = ("HuggingFaceTB__SmolVLM2-2.2B-Instruct", "Qwen__Qwen2-VL-2B-Instruct", "google__gemma-4-E2B-it",
                "Qwen__Qwen2-Audio-7B-Instruct")
 """Run without `slow` too, so a local `-m "not slow"` run still compares against the framework."""
@@ -66,10 +70,12 @@ def registry_models() -> list[Any]:
     return [name if name in FAST_MODELS else pytest.param(name, marks=pytest.mark.slow) for name in names]
 
 
-def mmfreeze_trainability(structure: ModelStructure, case: Case) -> tuple[frozenset[str], frozenset[str], str]:
+def mmfreeze_trainability(
+    structure: ModelStructure, case: Case, rules: FrameworkRules = CURRENT_RULES,
+) -> tuple[frozenset[str], frozenset[str], str]:
     """The snapshot path: compute, store as a snapshot, read back; frozen names, trainable names
     (the rest of the trained structure, whose count the header must state) and the release."""
-    result = compute_frozen_set(structure, case.document, source="case.yaml", override_specs=())
+    result = compute_frozen_set(structure, case.document, source="case.yaml", override_specs=(), rules=rules)
     snapshot = FrozenSetRecord.of(result, recipe="case.yaml").snapshot(recipe="case.yaml", model_id="m", config="local")
     stored = parse_snapshot(render_snapshot(snapshot))
     trainable = frozenset(info.name for info in result.structure.parameters) - stored.frozen
@@ -83,14 +89,25 @@ def check_case(name: str, structure: ModelStructure, case: Case, model_for_case)
         return _check_rejection(structure, case, model_for_case)
     framework_section = case.as_06_reads_it if case.kind == "pre-0.7" else case.freeze_config
     expected = framework_trainability(model_for_case(), framework_section, case.peft)
+    if case.kind == "pre-0.7" and (problem := _rejected_unless_declared(structure, case)):
+        return problem
     try:
-        *actual, release = mmfreeze_trainability(structure, case)
+        *actual, release = mmfreeze_trainability(structure, case, DECLARED_06 if case.kind == "pre-0.7" else CURRENT_RULES)
     except MmfreezeError as error:
         return f"mmfreeze rejected what the framework accepts: {error}"
-    if case.kind == "pre-0.7" and not (release.startswith("nemo-automodel 0.6") and case.rejected_key in release):
-        return f"expected 0.6 rules naming {case.rejected_key}, header says {release!r}"
+    if case.kind == "pre-0.7" and release != "nemo-automodel 0.6":
+        return f"expected 0.6's rules where the repository declares 0.6, header says {release!r}"
     return "; ".join(_difference(kind, want, got) for kind, want, got in zip(("frozen", "trainable"), expected, actual)
                      if want != got) or None
+
+
+def _rejected_unless_declared(structure: ModelStructure, case: Case) -> str | None:
+    """A section only 0.6 read is an input error naming its key in a 0.7 repository."""
+    try:
+        mmfreeze_trainability(structure, case)
+    except MmfreezeError as error:
+        return None if case.rejected_key in str(error) else f"the 0.7 error does not name {case.rejected_key}: {error}"
+    return "mmfreeze accepted under 0.7 what only 0.6 read"
 
 
 def _difference(kind: str, expected: frozenset[str], actual: frozenset[str]) -> str:

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.freeze.summary import LANGUAGE_MODEL_GROUP, UNOWNED_GROUP
 from mmfreeze.freeze.targets import group_key
 from mmfreeze.migrate.intent import intent_section
@@ -19,7 +18,7 @@ from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.resolve import resolve_structure
-from tests.conftest import LEGACY_CORPUS, recipes_under
+from tests.conftest import LEGACY_CORPUS, legacy_rules, recipes_under
 
 
 def parameter_groups(inventory: ResolvedInventory) -> dict[str, str]:
@@ -35,11 +34,12 @@ def parameter_groups(inventory: ResolvedInventory) -> dict[str, str]:
 def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
     overrides = override_specs(recipe.module_overrides)
     structure = load_structure(model_request(recipe), cache).structure
-    legacy = compute_frozen_set(structure, recipe.document, source=recipe.display_path, override_specs=overrides)
+    legacy = recipe_frozen_set(recipe, structure)
     if legacy.vocabulary == "absent":
         return {"vocabulary": "absent"}
     inventory = resolve_structure(legacy.structure, override_specs=overrides)
-    intent = intent_section(legacy.structure, recipe.freeze_config, inventory, source=recipe.display_path)
+    intent = intent_section(legacy.structure, recipe.freeze_config, inventory, source=recipe.display_path,
+                            rules=recipe.framework)
     groups = parameter_groups(inventory)
     return {
         "intent": intent.section,
@@ -53,7 +53,7 @@ def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
 def test_intent_translation_differences_on_the_legacy_corpus(snapshot: Any) -> None:
     cache = StructureCache(None)
     differences = {
-        path.relative_to(LEGACY_CORPUS).as_posix(): intent_difference(load_recipe(path), cache)
+        path.relative_to(LEGACY_CORPUS).as_posix(): intent_difference(load_recipe(path, framework=legacy_rules()), cache)
         for path in recipes_under(LEGACY_CORPUS)
     }
     assert differences == snapshot

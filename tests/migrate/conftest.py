@@ -11,6 +11,7 @@ from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from tests.conftest import legacy_rules
 
 PRE_MIGRATION = Path(__file__).parent / "fixtures" / "pre_migration"
 
@@ -35,4 +36,4 @@ def corpus_copy(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def preserve_run(corpus_copy, structure_of):
     files = find_migratable([corpus_copy])
-    return files, plan_files(files, MigrateOptions(allowed_targets=DEFAULT_TARGETS), structure_of)
+    return files, plan_files(files, MigrateOptions(allowed_targets=DEFAULT_TARGETS, framework=legacy_rules()), structure_of)

@@ -7,13 +7,13 @@ import difflib
 from ruamel.yaml import YAML
 
 from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.resolver.overrides import override_specs
-from tests.conftest import EXAMPLE_CONFIGS
+from tests.conftest import EXAMPLE_CONFIGS, legacy_rules
 
 EDITABLE_KEYS = ("freeze_config", "distributed")
 
@@ -52,7 +52,8 @@ def test_a_second_run_changes_nothing(preserve_run, structure_of, tmp_path):
     for path, result in zip(files, results, strict=True):
         target = tmp_path / path.name
         target.write_bytes(result.new_text.encode())
-    again = plan_files(sorted(tmp_path.iterdir()), MigrateOptions(allowed_targets=DEFAULT_TARGETS), structure_of)
+    options = MigrateOptions(allowed_targets=DEFAULT_TARGETS, framework=legacy_rules())
+    again = plan_files(sorted(tmp_path.iterdir()), options, structure_of)
     assert [r.display for r in again if r.changed] == []
 
 
@@ -60,10 +61,10 @@ def test_preserve_mode_keeps_every_legacy_frozen_set(preserve_run, structure_of)
     files, results = preserve_run
     yaml = YAML(typ="safe", pure=True)
     for path, result in _yaml(files, results):
-        recipe = load_recipe(path)
+        recipe = load_recipe(path, framework=legacy_rules())
         structure = structure_of(model_request(recipe))
         overrides = override_specs(recipe.module_overrides)
-        before = compute_frozen_set(structure, recipe.document, source=result.display, override_specs=overrides)
+        before = recipe_frozen_set(recipe, structure)
         after = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display, override_specs=overrides)
         assert after.frozen == before.frozen, result.display
         if result.status != "no-freeze-config":

@@ -15,6 +15,7 @@ from mmfreeze.migrate.python.registry import PYTHON_RULES
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.rules import RULES
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from mmfreeze.releases import RELEASES, FrameworkRules
 
 IMPORT = "from nemo_automodel.components.training.utils import apply_parameter_freezing\n"
 NEW_IMPORT = "from mmfreeze.freeze import apply_freeze_config\n"
@@ -24,11 +25,12 @@ LLAVA = "# mmfreeze: models=llava-hf/llava-1.5-7b-hf\n"
 
 @pytest.fixture(scope="module")
 def run(structure_of):
-    models = BoundModels(structure_of, DEFAULT_TARGETS)
+    models = {release: BoundModels(structure_of, DEFAULT_TARGETS, FrameworkRules(release=release)) for release in RELEASES}
 
-    def migrate(source: str, disabled=()):
+    def migrate(source: str, disabled=(), release="0.7"):
         def once(text: str):
-            return migrate_python(text, display="f.py", disabled=disabled, directory=Path(__file__).parent, models=models)
+            return migrate_python(text, display="f.py", disabled=disabled, directory=Path(__file__).parent,
+                                  models=models[release])
         result = once(textwrap.dedent(source))
         assert once(result.new_text).new_text == result.new_text  # no-op twice
         return result
@@ -57,20 +59,31 @@ def test_a_trailing_pragma_binds_a_keyword_dict_and_single_quotes_stay(run):
     assert "freeze_config={'vision': {'tower': True, 'projector': False}, 'language_model': False})" in result.new_text
 
 
+MULTILINE_06 = IMPORT + textwrap.dedent("""\
+    def f(m):
+        # mmfreeze: models=llava-hf/llava-1.5-7b-hf
+        apply_parameter_freezing(
+            m,
+            freeze_config={
+                "freeze_vision_tower": True,
+                # stage 1
+                "freeze_language_model": True,
+                "freeze_embeddings": True,  # never read
+            },
+        )
+    """)
+
+
+def test_a_call_only_0_6_accepted_is_not_rewritten_in_a_0_7_repository(run):
+    result = run(MULTILINE_06)
+    assert result.new_text == MULTILINE_06
+    [finding] = result.findings
+    assert "freeze_config.freeze_embeddings: unknown key" in finding.message
+    assert 'declares it: framework = "0.6" under [tool.mmfreeze]' in finding.message
+
+
 def test_a_multiline_dict_keeps_its_layout_and_comments(run):
-    result = run(IMPORT + textwrap.dedent("""\
-        def f(m):
-            # mmfreeze: models=llava-hf/llava-1.5-7b-hf
-            apply_parameter_freezing(
-                m,
-                freeze_config={
-                    "freeze_vision_tower": True,
-                    # stage 1
-                    "freeze_language_model": True,
-                    "freeze_embeddings": True,  # never read
-                },
-            )
-        """))
+    result = run(MULTILINE_06, release="0.6")
     assert (
         '        freeze_config={\n'
         '            # (was on freeze_embeddings) never read\n'

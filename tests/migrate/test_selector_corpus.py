@@ -143,14 +143,14 @@ def test_a_second_run_changes_nothing(extended_run, structure_of):
 def live_frozen_sets(call: FreezeCall, rewrite: FreezeCall, directory: Path) -> list[tuple[frozenset, frozenset]]:
     """(legacy, new) frozen sets of live meta-built models for every bound model and literal."""
     from mmfreeze.freeze.apply import apply_freeze_config, apply_legacy_freeze_config
-    from mmfreeze.freeze.framework import detect_rules
+    from mmfreeze.freeze.keys import strict_problems
     from tests.framework.oracle import framework_call_frozen
 
     pairs = []
     for build in _live_builders(rewrite.binding, directory):
         for legacy, section in zip(call.sections, rewrite.sections, strict=True):
             old_model = build()
-            if detect_rules(legacy).release == "0.6":  # 0.7 rejects it: 0.6's rules, as mmfreeze reproduces them
+            if strict_problems(legacy):  # only the 0.6 corpus rewrites these: 0.6's rules, as mmfreeze reproduces them
                 expected = apply_legacy_freeze_config(old_model, legacy).frozen
             else:  # the call itself: the framework's apply_parameter_freezing, no invariant freezes
                 expected = framework_call_frozen(old_model, legacy)

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.resolver.overrides import override_specs
-from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, recipes_under
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, legacy_rules, recipes_under
 
 RECIPES = [path.relative_to(EXAMPLE_CONFIGS).as_posix() for path in recipes_under(EXAMPLE_CONFIGS)]
 
@@ -41,11 +40,9 @@ def test_every_intended_difference_names_a_shipped_recipe() -> None:
     assert all((LEGACY_CORPUS / relative).is_file() for relative in RECIPES), "a recipe has no pre-migration copy"
 
 
-def _frozen(path: Path, structure_of) -> frozenset[str]:
-    recipe = load_recipe(path)
-    structure = structure_of(model_request(recipe))
-    return compute_frozen_set(structure, recipe.document, source=recipe.display_path,
-                              override_specs=override_specs(recipe.module_overrides)).frozen
+def _frozen(path: Path, structure_of, framework: FrameworkRules = CURRENT_RULES) -> frozenset[str]:
+    recipe = load_recipe(path, framework=framework)
+    return recipe_frozen_set(recipe, structure_of(model_request(recipe))).frozen
 
 
 def _modules(names: frozenset[str]) -> dict[str, int]:
@@ -57,7 +54,7 @@ def _modules(names: frozenset[str]) -> dict[str, int]:
 @pytest.mark.parametrize("relative", RECIPES)
 def test_shipped_recipe_freezes_what_its_pre_migration_copy_froze(relative: str, structure_of) -> None:
     shipped = _frozen(EXAMPLE_CONFIGS / relative, structure_of)
-    legacy = _frozen(LEGACY_CORPUS / relative, structure_of)
+    legacy = _frozen(LEGACY_CORPUS / relative, structure_of, legacy_rules())
     difference = {"newly frozen": _modules(shipped - legacy), "newly trainable": _modules(legacy - shipped)}
     if relative in INTENDED_DIFFERENCES:
         _, intended = INTENDED_DIFFERENCES[relative]

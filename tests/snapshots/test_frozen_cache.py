@@ -40,14 +40,15 @@ def test_damaged_or_other_format_entry_is_a_miss(tmp_path: Path, damage: bytes) 
     assert FrozenSetCache(tmp_path).get("k") is None
 
 
-def test_key_changes_with_the_structure_the_code_and_every_section_the_engine_reads() -> None:
-    base = frozen_set_key("structure", DOCUMENT, "code")
-    assert frozen_set_key("other-structure", DOCUMENT, "code") != base
-    assert frozen_set_key("structure", DOCUMENT, "other-code") != base
+def test_key_changes_with_the_structure_the_code_the_release_and_every_section_the_engine_reads() -> None:
+    base = frozen_set_key("structure", DOCUMENT, "code", "0.7")
+    assert frozen_set_key("other-structure", DOCUMENT, "code", "0.7") != base
+    assert frozen_set_key("structure", DOCUMENT, "other-code", "0.7") != base
+    assert frozen_set_key("structure", DOCUMENT, "code", "0.6") != base
     for section in TRAINABILITY_SECTIONS:
-        assert frozen_set_key("structure", {**DOCUMENT, section: {"changed": 1}}, "code") != base, section
+        assert frozen_set_key("structure", {**DOCUMENT, section: {"changed": 1}}, "code", "0.7") != base, section
 
 
 def test_key_ignores_sections_the_engine_does_not_read() -> None:
-    base = frozen_set_key("structure", DOCUMENT, "code")
-    assert frozen_set_key("structure", {**DOCUMENT, "optim": {"lr": 2e-5}, "seed": 3}, "code") == base
+    base = frozen_set_key("structure", DOCUMENT, "code", "0.7")
+    assert frozen_set_key("structure", {**DOCUMENT, "optim": {"lr": 2e-5}, "seed": 3}, "code", "0.7") == base

@@ -26,6 +26,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import AUTO_CLASSES
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
+from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 
 
@@ -37,6 +38,7 @@ class ProofTarget:
     name: str
     structure: ModelStructure
     inventory: ResolvedInventory
+    rules: FrameworkRules
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,9 +52,13 @@ class Proof:
 class BoundModels:
     """Builds the models call sites are bound to, each once per run."""
 
-    def __init__(self, structure_of: Callable[[ModelRequest], ModelStructure], allowed_targets: Mapping[str, str]) -> None:
+    def __init__(
+        self, structure_of: Callable[[ModelRequest], ModelStructure], allowed_targets: Mapping[str, str],
+        framework: FrameworkRules = CURRENT_RULES,
+    ) -> None:
         self._structure_of = structure_of
         self._allowed_targets = allowed_targets
+        self._framework = framework
         self._built: dict[tuple[str, str], ProofTarget] = {}
 
     def targets(self, binding: Binding, *, directory: Path) -> list[ProofTarget]:
@@ -78,13 +84,14 @@ class BoundModels:
             except ModelBuildError as error:
                 errors.append(error.message)
                 continue
-            return ProofTarget(name=model_id, structure=structure, inventory=resolve_structure(structure))
+            return ProofTarget(name=model_id, structure=structure, inventory=resolve_structure(structure),
+                               rules=self._framework)
         raise ModelBuildError(f"no Auto class builds it ({'; '.join(errors)})", source=model_id)
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
-        recipe = load_recipe(path, allowed_targets=self._allowed_targets)
+        recipe = load_recipe(path, allowed_targets=self._allowed_targets, framework=self._framework)
         trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe)))
-        return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory)
+        return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory, rules=self._framework)
 
 
 def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:
@@ -93,12 +100,13 @@ def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source:
     The replaced call is the framework's ``apply_parameter_freezing``, which applies no invariant
     freezes; ``apply_freeze_config`` ends with them. Where they freeze a parameter the call left
     trainable, no rewrite is equal and the call is reported."""
-    tasks = [SectionInput(structure=t.structure, section=section, inventory=t.inventory, source=f"{source} ({t.name})")
-             for t in targets]
+    tasks = [SectionInput(structure=t.structure, section=section, inventory=t.inventory, source=f"{source} ({t.name})",
+                          rules=t.rules) for t in targets]
     proposals: list[dict[str, Any]] = []
     for target, task in zip(targets, tasks, strict=True):
         try:
-            proposals.append(preserve_section(task.structure, section, task.inventory, source=task.source).section)
+            proposals.append(preserve_section(task.structure, section, task.inventory, source=task.source,
+                                              rules=task.rules).section)
         except MmfreezeError as error:
             return Proof(section=None, reason=f"on {target.name}: {error.message}")
     for task, target in zip(tasks, targets, strict=True):
