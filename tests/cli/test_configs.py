@@ -65,6 +65,7 @@ def test_pull_writes_the_layout_with_revisions_and_a_second_pull_fetches_nothing
     assert "0 pulled, 0 failed, 2 already available" in second.stderr
 
 
+@pytest.mark.slow  # three mmfreeze processes and a hub
 def test_after_a_pull_the_snapshot_check_needs_no_network(tmp_path: Path) -> None:
     repo = team_repo(tmp_path)
     offline = run(repo, "snapshot", "--update", "recipes")

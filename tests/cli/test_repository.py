@@ -121,6 +121,7 @@ def assert_update_and_check_agree_from_root_and_subfolder(repo: Path, recipes: s
     assert not (repo / "ci" / "snapshots" / recipes / "data").exists()
 
 
+@pytest.mark.slow  # an mmfreeze process per folder
 def test_a_team_repository_checks_the_same_snapshots_from_any_folder(tmp_path: Path) -> None:
     repo = make_repository(tmp_path / "repo", "recipes")
     assert_update_and_check_agree_from_root_and_subfolder(repo, "recipes", "recipes")

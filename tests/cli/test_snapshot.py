@@ -184,6 +184,7 @@ def test_warm_check_imports_neither_torch_nor_transformers(corpus: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # three mmfreeze processes, cold builds
 def test_a_recipe_that_cannot_build_is_reported_again_from_the_cache_without_torch(corpus: Path) -> None:
     """The failure is decided by the recipe's model and sections, so a warm run reads it back
     instead of building the model again (which imports torch and takes seconds)."""
@@ -257,6 +258,7 @@ def test_committed_snapshots_match_every_example_recipe() -> None:
     assert result.returncode == ExitCode.OK, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # two cold mmfreeze runs with build workers
 def test_a_cold_run_shows_a_line_per_model_built_only_when_asked_under_ci(corpus: Path) -> None:
     quiet_ci = run(corpus, "recipes", "--check", "--cache-dir", str(corpus / "cache-a"))
     asked = run(corpus, "recipes", "--check", "--progress", "--cache-dir", str(corpus / "cache-b"))

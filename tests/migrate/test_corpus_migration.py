@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+import pytest
 from ruamel.yaml import YAML
 
 from mmfreeze.freeze.engine import compute_frozen_set
@@ -14,6 +15,8 @@ from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.resolver.overrides import override_specs
 from tests.conftest import EXAMPLE_CONFIGS, legacy_rules
+
+pytestmark = pytest.mark.slow  # whole-corpus: migrates every pre-migration recipe
 
 EDITABLE_KEYS = ("freeze_config", "distributed")
 

@@ -32,6 +32,8 @@ from mmfreeze.resolver.spec import MultimodalModuleSpec
 from tests.conftest import EXAMPLE_CONFIGS
 from tests.migrate.calls import FreezeCall, freeze_calls, rewritten_calls
 
+pytestmark = pytest.mark.slow  # whole-corpus: migrates the example corpus and the selector recipes
+
 SELECTORS = Path(__file__).parent / "fixtures" / "selectors"
 OPTIONS = MigrateOptions(allowed_targets=DEFAULT_TARGETS)
 
@@ -172,7 +174,6 @@ def _live_builders(binding: Binding, directory: Path):
         yield lambda r=request: build_requested_model(r, find_config(r))
 
 
-@pytest.mark.slow
 def test_every_rewritten_literal_runs_on_live_models_as_the_legacy_call_did(extended_run, preserve_run):
     """Each rewritten literal (the selector call sites, and the shipped ones the pre-migration copy
     becomes), passed to the runtime `apply_freeze_config` on a live meta-built model, freezes what
