@@ -1,6 +1,7 @@
 """Cold and warm `mmfreeze snapshot --check` of the bundled corpus: this checkout against a revision.
 
-    python benchmarks/check_cost_vs_revision.py ce5d876     # median of 3 cold and 3 warm runs each
+    python benchmarks/check_cost_vs_revision.py ce5d876               # median of 3 cold and 3 warm runs each
+    python benchmarks/check_cost_vs_revision.py ce5d876 --repeats 7   # when 3 runs are too noisy to tell
 
 A change may not make the corpus check more than 10% slower without saying why. Timings on this
 machine move by about 10% from run to run and more from day to day, so both revisions are measured
@@ -44,13 +45,15 @@ def measure(code: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Ru
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("revision", help="the revision to compare with, e.g. the last landed commit")
+    parser.add_argument("--repeats", type=int, default=REPEATS,
+                        help=f"interleaved cold+warm runs per revision (default {REPEATS}); more narrows the medians")
     args = parser.parse_args()
     runs: dict[str, list[tuple[Run, Run]]] = {"this checkout": [], args.revision: []}
     with tempfile.TemporaryDirectory(prefix="mmfreeze-rev-") as scratch_name:
         scratch = Path(scratch_name)
         old = checkout(args.revision, scratch / "worktree")
         try:
-            for repeat in range(REPEATS):
+            for repeat in range(args.repeats):
                 for label, code in (("this checkout", REPO), (args.revision, old)):
                     runs[label].append(measure(code, scratch, label.replace(" ", "-"), repeat))
         finally:
