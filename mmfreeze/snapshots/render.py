@@ -91,6 +91,10 @@ def _md_summary_row(outcome: RecipeOutcome) -> str:
     change = outcome.change
     frozen = describe_total(change.newly_frozen) if change else ""
     trainable = describe_total(change.newly_trainable) if change else ""
+    if change and not change.newly_frozen and not change.newly_trainable:
+        # No stored frozen name moved: the row says what did (the counts of LoRA adapters, the release, ...).
+        moved = "; ".join(f"{h.field} {h.old} → {h.new}" for h in change.header_changes) or "nothing"
+        frozen, trainable = "no frozen name moved", html.escape(f"header: {moved}")
     return (f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} "
             f"| {html.escape(outcome.nemo_automodel.describe() if outcome.nemo_automodel else '')} |")
 

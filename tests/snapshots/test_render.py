@@ -87,3 +87,16 @@ def test_every_report_says_how_nemo_automodel_runs_the_recipes() -> None:
     assert [r["nemo_automodel"] for r in data["recipes"]] == [
         {"verdict": "needs the integration", "keys": ["freeze_config.vision"]},
         {"verdict": "native", "keys": []}, {"verdict": "native", "keys": []}]
+
+
+def test_a_changed_row_whose_frozen_names_did_not_move_says_what_did() -> None:
+    """A LoRA exclude removes adapters (trainable, not listed by name): the row is not 0 / 0."""
+    counts = RecipeChange(recipe="cfg/lora.yaml", newly_frozen=(), newly_trainable=(), header_changes=(
+        HeaderChange(field="trainable_tensors", old=542, new=302),
+        HeaderChange(field="trainable_parameters", old=47_185_920, new=26_214_400)))
+    row = next(line for line in render_markdown(
+        [RecipeOutcome(recipe="cfg/lora.yaml", snapshot="s", status="changed", change=counts)], []).splitlines()
+        if line.startswith("| `cfg/lora.yaml`"))
+    assert "0 tensors / 0 parameters" not in row
+    assert ("| no frozen name moved | header: trainable_tensors 542 → 302; "
+            "trainable_parameters 47185920 → 26214400 |") in row
