@@ -110,7 +110,7 @@ def check_hub_answers(endpoint: str, *, timeout: float = HUB_ANSWER_SECONDS) -> 
             return
     except urllib.error.HTTPError:
         return
-    except (urllib.error.URLError, OSError) as error:
+    except OSError as error:  # URLError (refused, unresolvable) and a read timeout alike
         reason = getattr(error, "reason", error)
         why = f"no answer within {timeout:g} s" if isinstance(reason, TimeoutError) else f"{type(reason).__name__}: {reason}"
         raise ConfigSourceError(

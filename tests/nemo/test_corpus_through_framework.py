@@ -16,20 +16,13 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.freeze.keys import detect_vocabulary
-from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT
+from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT, recipes_under
 from tests.nemo.framework_pipeline import BUILDERS, framework_outcome, mmfreeze_outcome, read_recipe
 from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.framework, requires_framework]
 
 SELECTOR_RECIPES = REPO_ROOT / "tests" / "migrate" / "fixtures" / "selectors"
-
-
-def recipes_under(folder: Path) -> list[Path]:
-    from mmfreeze.recipes.recipe import read_yaml
-
-    return [path for path in sorted(folder.rglob("*.yaml"))
-            if isinstance(document := read_yaml(path), dict) and "model" in document]
 
 
 CORPUS = recipes_under(EXAMPLE_CONFIGS)

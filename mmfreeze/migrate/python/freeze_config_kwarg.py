@@ -66,8 +66,7 @@ class FreezeConfigKwargVisitor(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if m.matches(node.func, m.Name() | m.Attribute()) and _callee_name(node.func) in _FREEZING_FUNCTIONS:
             return  # MF101's call (rewritten or reported there), or one already migrated
-        if (m.matches(node.func, m.Attribute(attr=m.Name("get"))) and node.args and _is_legacy_key(node.args[0].value)
-                and _is_section(node.func.value, self.sections)):  # type: ignore[attr-defined]
+        if _get_key(node, _is_legacy_key) and _is_section(node.func.value, self.sections):  # type: ignore[attr-defined]
             self._report(node, LEGACY_READ)
         for argument in node.args:
             if argument.keyword is not None and argument.keyword.value == "freeze_config" and not self._is_new(argument.value):
@@ -108,7 +107,13 @@ def _is_section_key(node: cst.BaseExpression) -> bool:
 
 
 def _subscript_key(node: cst.Subscript, test: Callable[[cst.BaseExpression], bool]) -> bool:
+    """``x[key]`` with a key that passes ``test``."""
     return any(isinstance(element.slice, cst.Index) and test(element.slice.value) for element in node.slice)
+
+
+def _get_key(node: cst.Call, test: Callable[[cst.BaseExpression], bool]) -> bool:
+    """``x.get(key, ...)`` with a key that passes ``test``."""
+    return m.matches(node.func, m.Attribute(attr=m.Name("get"))) and bool(node.args) and test(node.args[0].value)
 
 
 def _is_section(node: cst.BaseExpression, names: set[str]) -> bool:
@@ -120,5 +125,4 @@ def _is_section(node: cst.BaseExpression, names: set[str]) -> bool:
         return node.attr.value == SECTION
     if isinstance(node, cst.Subscript):
         return _subscript_key(node, _is_section_key)
-    return (isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("get")))
-            and bool(node.args) and _is_section_key(node.args[0].value))
+    return isinstance(node, cst.Call) and _get_key(node, _is_section_key)
