@@ -47,6 +47,7 @@ VERIFY_CONFIG_KWARGS: Mapping[str, Mapping[str, Any]] = {
 VERIFY_REGISTRY_CONFIGS: Mapping[str, str] = {
     "aya_vision": "CohereLabs/aya-vision-8b",
     "qwen3_omni_moe": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    "gemma4_assistant": "google/gemma-4-E2B-it-assistant",  # its default text config fails its own validation
 }
 
 # Text-only decoders in the table (table_text.py): class name -> model type.
@@ -54,6 +55,7 @@ TEXT_ONLY_CLASSES: Mapping[str, str] = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Gemma4AssistantForCausalLM": "gemma4_assistant",
 }
 
 
@@ -98,18 +100,19 @@ def candidate_classes() -> tuple[Candidate, ...]:
 def build_structure(candidate: Candidate) -> ModelStructure:
     """Build the candidate on the meta device and read its structure."""
     import transformers
-    from transformers import CONFIG_MAPPING
 
-    from mmfreeze.models.build import build_meta_model
+    from mmfreeze.models.build import build_meta_model, transformers_config_class
 
+    # transformers' own config class, not one nemo-automodel registered over it in this process.
+    config_class = transformers_config_class(candidate.model_type)
     # Copies: transformers 5.18 pops keys from the nested sub-config dicts it is given.
     try:
         if candidate.model_type in VERIFY_REGISTRY_CONFIGS:
             config_json = find_model_config(VERIFY_REGISTRY_CONFIGS[candidate.model_type]).config
-            config = CONFIG_MAPPING[candidate.model_type].from_dict(copy.deepcopy(dict(config_json)))
+            config = config_class.from_dict(copy.deepcopy(dict(config_json)))
         else:
             kwargs = copy.deepcopy(dict(VERIFY_CONFIG_KWARGS.get(candidate.model_type, {})))
-            config = CONFIG_MAPPING[candidate.model_type](**kwargs)
+            config = config_class(**kwargs)
     except Exception as error:  # some releases refuse a default config (vision-encoder-decoder in 5.18)
         raise ModelBuildError(
             f"transformers cannot make the config for {candidate.model_type!r}: {type(error).__name__}: {error}"

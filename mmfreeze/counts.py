@@ -18,7 +18,11 @@ def readable_count(count: int) -> str:
     return f"{count:,}"
 
 
+def tensor_text(tensors: int) -> str:
+    """``1 tensor``, ``1,240 tensors``."""
+    return f"{tensors:,} {'tensor' if tensors == 1 else 'tensors'}"
+
+
 def count_text(tensors: int, parameters: int) -> str:
     """``1 tensor / 2,048 parameters``, ``12 tensors / 3.34B parameters``."""
-    noun = "tensor" if tensors == 1 else "tensors"
-    return f"{tensors:,} {noun} / {readable_count(parameters)} parameters"
+    return f"{tensor_text(tensors)} / {readable_count(parameters)} parameters"

@@ -14,6 +14,7 @@ PRE_MIGRATION = ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
 REGISTRY = ROOT / "mmfreeze" / "registry" / "configs"
 
 ALLOWED_TARGETS = {
+    "nemo_automodel.components.models.gemma4_drafter.composite.Gemma4WithDrafter.from_pretrained",
     "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained",
     "nemo_automodel.NeMoAutoModelForImageTextToText.from_config",
     "nemo_automodel.NeMoAutoModelForMultimodalLM.from_pretrained",
@@ -21,7 +22,7 @@ ALLOWED_TARGETS = {
     "transformers.AutoModelForImageTextToText.from_pretrained",
     "transformers.AutoModelForMultimodalLM.from_pretrained",
 }
-PROVENANCES = {"checkpoint", "partial", "transformers-default"}
+PROVENANCES = {"checkpoint", "partial", "transformers-default", "framework-default"}
 LEGACY_KEYS = {
     "freeze_vision_tower",
     "freeze_audio_tower",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmfreeze.counts import count_text, readable_count
+from mmfreeze.counts import count_text, readable_count, tensor_text
 
 
 @pytest.mark.parametrize(("count", "text"), [
@@ -18,3 +18,4 @@ def test_small_counts_are_exact_and_large_ones_have_three_digits(count: int, tex
 def test_one_tensor_is_singular() -> None:
     assert count_text(1, 2_048) == "1 tensor / 2,048 parameters"
     assert count_text(12, 3_340_000_000) == "12 tensors / 3.34B parameters"
+    assert (tensor_text(1), tensor_text(1_240)) == ("1 tensor", "1,240 tensors")

@@ -12,5 +12,8 @@ def explain_builder(choice: BuilderChoice, loaded: LoadedStructure, *, target: s
     """The run's builder choice and reason, and this recipe's snapshot-header values."""
     structure = loaded.structure
     header = describe_build(structure.class_name, structure.build_note, loaded.request.build, loaded.source.config,
-                            target=target)
-    return {"choice": choice.label, "reason": choice.reason, "fallback": choice.fallback, **header}
+                            target=target, built_by=structure.built_by)
+    # A stand-in is this recipe's own builder, whatever the run chose for the others.
+    reason = (f"transformers has no class for this checkpoint; the framework builds its own, by `architectures`"
+              if structure.built_by else choice.reason)
+    return {"choice": choice.label, "reason": reason, "fallback": choice.fallback, **header}

@@ -8,7 +8,7 @@ undoes. A new-vocabulary section takes the `freeze_config` step's place and only
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from mmfreeze.freeze.framework import framework_freeze_steps, parse_framework_fr
 from mmfreeze.freeze.invariants import invariant_freezes
 from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
-from mmfreeze.models.lora import parse_peft_section, with_lora_adapters
+from mmfreeze.models.lora import ADAPTER_MARK, parse_peft_section, with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
@@ -39,6 +39,8 @@ class FrozenSetResult:
     """Every frozen parameter with the rule that froze it last (``built frozen`` included)."""
     structure: ModelStructure
     """The trained structure: the built model plus LoRA adapters when the recipe has `peft:`."""
+    adapters: frozenset[str] | None
+    """The LoRA adapter names in ``structure`` when the recipe has `peft:` (``None`` without it)."""
 
     @property
     def frozen(self) -> frozenset[str]:
@@ -84,13 +86,41 @@ def compute_frozen_set(
     vocabulary = detect_vocabulary(section, source=source)
     rules = rules_for(rules, vocabulary)
     trained = _trained(structure, document, rules, source=source)
-    steps = [*_section_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs)]
+    steps = [*_model_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs,
+                           invariants=invariants)]
+    lora = document.get("peft") is not None
+    plan = final_plan(trained, steps, start_rule=PEFT_BASELINE_RULE if lora else BUILT_FROZEN_RULE)
+    return FrozenSetResult(vocabulary=vocabulary, rules=rules, plan=plan, structure=trained,
+                           adapters=adapter_names(trained) if lora else None)
+
+
+def _model_steps(
+    trained: ModelStructure, section: Any, vocabulary: Vocabulary, rules: FrameworkRules, *, source: str,
+    override_specs: Sequence[MultimodalModuleSpec], invariants: bool,
+) -> Iterator[tuple[str, bool, str]]:
+    """The ``(name, trainable, rule)`` steps of the recipe's pipeline on ``trained``.
+
+    A composite's parts each get the framework's policy as if loaded alone (the recipe's section
+    reaches only the part it is forwarded to), then the composite's constructor freezes more."""
+    if trained.parts:
+        for part in trained.parts:
+            own = trained.part(part)
+            forwarded = (section, vocabulary) if part.freeze_config else (None, "absent")
+            for name, trainable, rule in _model_steps(own, *forwarded, rules, source=source,
+                                                      override_specs=override_specs, invariants=invariants):
+                yield f"{part.prefix}.{name}", trainable, rule
+        yield from ((name, False, f"{trained.class_name} constructor") for name in sorted(trained.composite_frozen))
+        return
+    yield from _section_steps(trained, section, vocabulary, rules, source=source, override_specs=override_specs)
     # ``invariants=False``: what a direct call of 0.7's ``apply_parameter_freezing`` does, which
     # leaves the invariant freezes to ``_apply_trainability_policy``.
-    steps += [(name, False, rule) for name, rule in invariant_freezes(trained)] if invariants else []
-    start_rule = BUILT_FROZEN_RULE if document.get("peft") is None else PEFT_BASELINE_RULE
-    plan = final_plan(trained, steps, start_rule=start_rule)
-    return FrozenSetResult(vocabulary=vocabulary, rules=rules, plan=plan, structure=trained)
+    if invariants:
+        yield from ((name, False, rule) for name, rule in invariant_freezes(trained))
+
+
+def adapter_names(structure: ModelStructure) -> frozenset[str]:
+    """The LoRA adapter parameters: those the PEFT baseline tells apart by name."""
+    return frozenset(info.name for info in structure.parameters if ADAPTER_MARK in info.name)
 
 
 def _section_steps(

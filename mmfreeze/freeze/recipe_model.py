@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, BuildSpec, spec_for_recipe
+from mmfreeze.models.framework import BuilderChoice, BuildSpec, choose_builder, spec_for_recipe
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.pull import ModelReader, NamedModel
 from mmfreeze.recipes.documents import YamlDocuments
@@ -46,17 +46,21 @@ class TrainedModel:
 
 
 def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> TrainedModel:
-    """``structure`` with the recipe's LoRA adapters, and its modules resolved with the recipe's overrides."""
+    """``structure`` with the recipe's LoRA adapters, and its modules resolved with the recipe's
+    overrides; of a composite, the part its `freeze_config` is forwarded to, as a model of its own."""
     from mmfreeze.freeze.engine import trained_structure
     from mmfreeze.resolver.overrides import override_specs
     from mmfreeze.resolver.resolve import resolve_structure
 
-    trained = trained_structure(structure, recipe.document, source=recipe.display_path, rules=recipe.framework)
+    found = next((structure.part(part) for part in structure.parts if part.freeze_config), structure)
+    trained = trained_structure(found, recipe.document, source=recipe.display_path, rules=recipe.framework)
     return TrainedModel(trained, resolve_structure(trained, override_specs=override_specs(recipe.module_overrides)))
 
 
-def model_request(recipe: Recipe, builder: BuilderChoice = TRANSFORMERS_BUILDER) -> ModelRequest:
-    """The model ``recipe`` trains, where its config may be found, and how ``builder`` builds it."""
+def model_request(recipe: Recipe, builder: BuilderChoice | None = None) -> ModelRequest:
+    """The model ``recipe`` trains, where its config may be found, and how ``builder`` builds it
+    (default: the transformers builder, :func:`~mmfreeze.models.framework.choose_builder`)."""
+    builder = builder or choose_builder("transformers")
     return ModelRequest(
         model_id=recipe.model.model_id,
         auto_class=recipe.model.auto_class,
@@ -64,6 +68,7 @@ def model_request(recipe: Recipe, builder: BuilderChoice = TRANSFORMERS_BUILDER)
         configs_dir=recipe.configs_dir,
         source=recipe.display_path,
         build=build_spec(builder, recipe),
+        drafter=recipe.model.drafter,
     )
 
 

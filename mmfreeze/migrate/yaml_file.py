@@ -21,6 +21,7 @@ from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
+from mmfreeze.models.framework import choose_builder
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
@@ -70,7 +71,7 @@ def _plan(
     if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
         return None, None
     recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
-    trained = recipe_trained_model(recipe, structure_of(model_request(recipe)))
+    trained = recipe_trained_model(recipe, structure_of(model_request(recipe, choose_builder("transformers"))))
     planner = preserve_section if mode == "preserve" else intent_section
     return (planner(trained.structure, section, trained.inventory, source=where, rules=framework),
             FreezeTargets(structure=trained.structure, inventory=trained.inventory))

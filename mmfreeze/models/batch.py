@@ -26,7 +26,8 @@ from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
 from mmfreeze.models.framework import BuildSpec
-from mmfreeze.models.loader import ModelRequest, build_structure, structure_source
+from mmfreeze.models.composite import DrafterBuild
+from mmfreeze.models.loader import ModelRequest, build_structure, find_drafter, structure_source
 from mmfreeze.models.structure import ModelStructure
 
 WORKER_DIED = (
@@ -54,6 +55,7 @@ class _Pending:
     key: str
     request: ModelRequest
     source: ModelConfigSource
+    drafter: DrafterBuild | None
 
 
 def default_workers() -> int:
@@ -94,7 +96,7 @@ def build_missing(
             errors[request] = error
             continue
         if not cache.has(key):
-            pending.setdefault(key, _Pending(key, request, source))
+            pending.setdefault(key, _Pending(key, request, source, find_drafter(request, allow_network=allow_network)))
             users.setdefault(key, []).append(request)
             if workers > 1:
                 _forkserver()  # starts importing torch now, while the remaining requests are read
@@ -124,7 +126,7 @@ Built = tuple[str, ModelStructure | MmfreezeError, float]
 def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
-    jobs = [(p.key, p.source.config, p.request.auto_class, p.request.source, p.request.build) for p in pending]
+    jobs = [(p.key, p.source.config, p.request.auto_class, p.request.source, p.request.build, p.drafter) for p in pending]
     if workers <= 1:
         yield from (_decode(_build_job(job)) for job in jobs)
         return
@@ -139,7 +141,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
             try:
                 yield _decode(future.result())
             except BrokenProcessPool:
-                key, _, _, display_path, _ = futures[future]
+                key, _, _, display_path, _, _ = futures[future]
                 yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
@@ -158,12 +160,17 @@ def _decode(outcome: tuple[str, Any, float]) -> Built:
     return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value, seconds
 
 
-def _build_job(job: tuple[str, Mapping[str, Any], str, str, BuildSpec]) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
+Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None]
+"""A build's key, config, Auto class, recipe (for messages), builder and composite drafter."""
+
+
+def _build_job(job: Job) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
     """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
-    key, config, auto_class, display_path, build = job
+    key, config, auto_class, display_path, build, drafter = job
     started = time.perf_counter()
     try:
-        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path, build=build).to_json()
+        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path, build=build,
+                                                                drafter=drafter).to_json()
     except MmfreezeError as error:
         value = error
     return key, value, time.perf_counter() - started

@@ -47,6 +47,16 @@ def resolve_model_class(config: PretrainedConfig, auto_class_name: str) -> type[
     return model_class
 
 
+def transformers_builds(model_type: object, auto_class_name: str) -> bool:
+    """Whether this transformers has a class for ``model_type`` under the Auto class (read past
+    registrations, as :func:`transformers_config_class`)."""
+    import transformers
+
+    auto_class = getattr(transformers, auto_class_name, None)
+    return (transformers_config_class(model_type) is not None
+            and auto_class is not None and model_type in auto_class._model_mapping._model_mapping)
+
+
 @contextmanager
 def quiet_transformers() -> Iterator[None]:
     """Config sanity warnings (token ids outside a sub-vocabulary, ...) are about training, not structure."""
@@ -65,10 +75,7 @@ def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
     import copy
 
     model_type = config.get("model_type")
-    try:
-        config_class = transformers_config_class(model_type) if isinstance(model_type, str) else None
-    except ImportError as error:  # transformers imports the model's module, which may need timm
-        raise environment_error(f"transformers could not load the config class for {model_type!r}", error) from error
+    config_class = transformers_config_class(model_type)
     if config_class is None:
         raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know")
     try:
@@ -78,7 +85,7 @@ def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
         raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}") from error
 
 
-def transformers_config_class(model_type: str) -> type[PretrainedConfig] | None:
+def transformers_config_class(model_type: object) -> type[PretrainedConfig] | None:
     """transformers' own config class for ``model_type``, or None where it has none.
 
     Read past ``AutoConfig.register``: importing nemo-automodel's registry registers the framework's
@@ -88,8 +95,11 @@ def transformers_config_class(model_type: str) -> type[PretrainedConfig] | None:
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    name = CONFIG_MAPPING._mapping.get(model_type)  # the built-in names; registrations live apart
-    return getattr(transformers, name) if name is not None else None
+    name = CONFIG_MAPPING._mapping.get(model_type) if isinstance(model_type, str) else None  # built-ins only
+    try:
+        return getattr(transformers, name) if name is not None else None
+    except ImportError as error:  # transformers imports the model's module, which may need timm
+        raise environment_error(f"transformers could not load the config class for {model_type!r}", error) from error
 
 
 _REQUIRES_LIBRARY = re.compile(r"requires the (\S+) library")

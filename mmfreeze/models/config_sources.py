@@ -31,7 +31,7 @@ class ModelConfigSource:
     location: str
     config: Mapping[str, Any]
     provenance: str | None = None
-    """For registry entries: ``checkpoint``, ``partial`` or ``transformers-default``; for the configs
+    """For registry entries: ``checkpoint``, ``partial``, ``transformers-default`` or ``framework-default``; for the configs
     folder: ``checkpoint`` when `mmfreeze configs pull` wrote the file and it is unchanged since."""
     revision: str | None = None
     """The Hub commit the config was downloaded at, when known (configs-folder entries that

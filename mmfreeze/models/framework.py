@@ -27,6 +27,7 @@ from importlib.metadata import PackageNotFoundError, requires
 from typing import Any, Literal
 
 from mmfreeze.exceptions import SettingsError
+from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 from mmfreeze.settings import BUILDER_SETTINGS, BuilderSetting, FallbackSetting
 from mmfreeze.versions import installed_version
 
@@ -48,6 +49,9 @@ class BuilderChoice:
     fallback: FallbackSetting = "none"
     """``transformers``: build the transformers class when the framework's cannot be built on meta."""
     reason: str = ""
+    stand_in: str = ""
+    """``transformers`` beside an installed framework: its release, whose own class is built for a
+    checkpoint transformers has no class for (:class:`BuildSpec`); ``""`` without the framework."""
 
     @property
     def label(self) -> str:
@@ -72,10 +76,14 @@ class BuildSpec:
     fallback: FallbackSetting = "none"
     force_hf: bool = False
     """The recipe's ``model.force_hf``: the framework then builds the transformers class."""
+    stand_in: str = ""
+    """A transformers build of a framework target: the installed nemo-automodel release whose own
+    class is built instead where transformers has no class for the checkpoint (MuseGlimmer behind
+    ``NeMoAutoModelForCausalLM``), as the framework picks it, by ``architectures``; ``""``: none."""
 
     def identity(self) -> dict[str, Any]:
         if self.kind == "transformers":
-            return {"builder": "transformers"}
+            return {"builder": "transformers", **({"stand_in": self.stand_in} if self.stand_in else {})}
         return {"builder": "framework", "nemo_automodel": self.framework_version, "fallback": self.fallback,
                 "force_hf": self.force_hf}
 
@@ -86,8 +94,9 @@ TRANSFORMERS_SPEC = BuildSpec(kind="transformers")
 def choose_builder(setting: BuilderSetting = "auto", fallback: FallbackSetting = "none") -> BuilderChoice:
     """The run's builder: ``setting`` applied to what is installed (package metadata only)."""
     framework = installed_version(FRAMEWORK_DISTRIBUTION)
+    stand_in = "" if framework == "missing" else framework
     if setting == "transformers":
-        return BuilderChoice(kind="transformers", reason="builder = transformers was asked for")
+        return BuilderChoice(kind="transformers", stand_in=stand_in, reason="builder = transformers was asked for")
     if setting == "framework":
         if framework == "missing":
             raise SettingsError(
@@ -105,7 +114,7 @@ def choose_builder(setting: BuilderSetting = "auto", fallback: FallbackSetting =
     compatible, requirement = transformers_satisfies_framework()
     transformers = installed_version("transformers")
     if not compatible:
-        return BuilderChoice(kind="transformers", reason=(
+        return BuilderChoice(kind="transformers", stand_in=stand_in, reason=(
             f"auto: {FRAMEWORK_DISTRIBUTION} {framework} requires {requirement}, "
             f"but transformers {transformers} is installed"))
     return BuilderChoice(kind="framework", framework_version=framework, fallback=fallback, reason=(
@@ -131,9 +140,11 @@ def transformers_satisfies_framework() -> tuple[bool, str]:
 
 def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[str, Any] | None) -> BuildSpec:
     """The recipe's build: the framework's only for its own ``NeMoAutoModel*`` targets."""
-    if choice.kind != "framework" or not target.startswith(FRAMEWORK_TARGET_PREFIX):
+    if not target.startswith(FRAMEWORK_TARGET_PREFIX):
         return TRANSFORMERS_SPEC
     force_hf = isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
+    if choice.kind != "framework":
+        return BuildSpec(kind="transformers", stand_in="" if force_hf else choice.stand_in)
     return BuildSpec(kind="framework", framework_version=choice.framework_version, fallback=choice.fallback,
                      force_hf=force_hf)
 
@@ -187,7 +198,8 @@ def divergence_statement(
 ) -> str:
     """The header line when the snapshot's model is the transformers class but the framework
     builds its own for this architecture; ``""`` when they agree."""
-    if not target.startswith(FRAMEWORK_TARGET_PREFIX) or spec.force_hf:
+    # A composite's class is the framework's own; `explain` names the classes of its parts.
+    if not target.startswith(FRAMEWORK_TARGET_PREFIX) or spec.force_hf or target in COMPOSITE_TARGETS:
         return ""
     if spec.kind == "framework" and not fallback_reason:
         return ""
@@ -203,10 +215,13 @@ def divergence_statement(
 
 
 def describe_build(
-    architecture: str, build_note: str, spec: BuildSpec, config: Mapping[str, Any], *, target: str
+    architecture: str, build_note: str, spec: BuildSpec, config: Mapping[str, Any], *, target: str, built_by: str = ""
 ) -> dict[str, str]:
     """The snapshot header's ``builder`` and ``divergence`` values (also shown by ``explain``):
-    ``architecture`` is the class built, ``build_note`` the structure's fallback reason."""
+    ``architecture`` is the class built, ``build_note`` the structure's fallback reason,
+    ``built_by`` the framework's label when its class stood in for a missing transformers one."""
+    if built_by:
+        return {"builder": built_by, "divergence": ""}
     builder = builder_label(spec)
     if build_note:
         builder = f"transformers (fallback from {builder})"

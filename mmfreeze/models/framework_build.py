@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ModelBuildError
-from mmfreeze.models.framework import BuildSpec
+from mmfreeze.models.framework import BuildSpec, framework_class_for
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from mmfreeze.models.structure import ModelStructure
     from transformers import PretrainedConfig
 
 
@@ -34,16 +33,17 @@ class FrameworkBuild:
     fallback_reason: str = ""
 
 
-def build_framework_structure(
-    config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str
-) -> ModelStructure:
-    """:func:`build_framework_model`'s structure, noting a fallback to the transformers class."""
-    from dataclasses import replace
+def effective_spec(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> BuildSpec:
+    """What builds the model: ``spec``, or, for a transformers build of a framework target whose
+    checkpoint transformers has no class for, the framework's own class (``BuildSpec.stand_in``),
+    picked as the framework picks it, by ``architectures`` (imports transformers, not the framework)."""
+    if spec.kind != "transformers" or not spec.stand_in or framework_class_for(config) is None:
+        return spec
+    from mmfreeze.models.build import transformers_builds
 
-    from mmfreeze.models.structure import structure_of
-
-    built = build_framework_model(config, auto_class, spec, source=source)
-    return replace(structure_of(built.model), build_note=built.fallback_reason)
+    if transformers_builds(config.get("model_type"), auto_class):
+        return spec
+    return BuildSpec(kind="framework", framework_version=spec.stand_in)
 
 
 def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str) -> FrameworkBuild:
@@ -79,7 +79,7 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
     """The config object the framework makes: its own config class for the model type, else transformers'."""
     from mmfreeze.models.build import build_transformers_config, quiet_transformers
 
-    registry = _framework_module("nemo_automodel._transformers.registry")
+    registry = framework_module("nemo_automodel._transformers.registry")
     config_class = registry.resolve_custom_config_cls(str(config.get("model_type")))
     if config_class is None:
         return build_transformers_config(config)
@@ -94,7 +94,7 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
 
 def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
     """The framework's own class for ``config``, or ``None`` when it builds the transformers class."""
-    model_init = _framework_module("nemo_automodel._transformers.model_init")
+    model_init = framework_module("nemo_automodel._transformers.model_init")
     try:
         return model_init._resolve_custom_model_cls_for_config(config)
     except Exception as error:  # a model module that does not import here, a failing supports_config
@@ -103,7 +103,7 @@ def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
         ) from error
 
 
-def _framework_module(name: str) -> Any:
+def framework_module(name: str) -> Any:
     import importlib
 
     try:

@@ -7,18 +7,21 @@ recipes (:func:`mmfreeze.freeze.recipe_model.model_request` makes one from a rec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ModelBuildError
 from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
-from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec
+from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
+from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec, builder_label, framework_class_for
 from mmfreeze.models.structure import ModelStructure, structure_of
 
 if TYPE_CHECKING:
     from torch import nn
+
+    from mmfreeze.models.composite import DrafterBuild
     from transformers import PretrainedConfig
 
 
@@ -38,6 +41,8 @@ class ModelRequest:
     """What messages name (the recipe's display path)."""
     build: BuildSpec = TRANSFORMERS_SPEC
     """Which builder makes it: transformers, or the framework (:mod:`mmfreeze.models.framework`)."""
+    drafter: DrafterSection | None = None
+    """A composite's second model: the structure is then ``Gemma4WithDrafter``'s (:mod:`.composite`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,9 +66,25 @@ def find_config(request: ModelRequest, *, allow_network: bool = False) -> ModelC
 
 
 def structure_source(request: ModelRequest, *, allow_network: bool = False) -> tuple[ModelConfigSource, str]:
-    """The requested model's config and the cache key of the structure built from it."""
+    """The requested model's config and the cache key of the structure built from it (a
+    composite's key covers its drafter's config and constructor arguments too)."""
     source = find_config(request, allow_network=allow_network)
-    return source, structure_key(source.config, request.auto_class, request.build)
+    drafter = find_drafter(request, allow_network=allow_network)
+    if drafter is None:
+        return source, structure_key(source.config, request.auto_class, request.build)
+    material = {"base": source.config, "drafter": drafter.config, "composite": drafter.section.arguments()}
+    return source, structure_key(material, request.auto_class, request.build)
+
+
+def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> DrafterBuild | None:
+    """A composite request's drafter with its config, found where the base's is; ``None`` otherwise."""
+    from mmfreeze.models.composite import DrafterBuild
+
+    if request.drafter is None:
+        return None
+    found = find_model_config(request.drafter.model_id, recipe_dir=request.recipe_dir, configs_dir=request.configs_dir,
+                              allow_network=allow_network, source=request.source)
+    return DrafterBuild(section=request.drafter, config=found.config)
 
 
 def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
@@ -78,32 +99,91 @@ def build_config(config: Mapping[str, Any], *, source: str) -> PretrainedConfig:
 
 def build_requested_model(request: ModelRequest, config: ModelConfigSource) -> nn.Module:
     """The requested model, built on the meta device from the config found for it."""
-    if request.build.kind == "framework":
-        from mmfreeze.models.framework_build import build_framework_model
+    drafter = find_drafter(request)
+    if drafter is not None:
+        from mmfreeze.models.composite import build_composite
 
-        return build_framework_model(config.config, request.auto_class, request.build, source=request.source).model
-    return build_model(config.config, request.auto_class, source=request.source)
+        return build_composite(*_composite_parts(config.config, request.auto_class, drafter, source=request.source,
+                                                 build=request.build), drafter.section, source=request.source)
+    return build_live(config.config, request.auto_class, source=request.source, build=request.build).model
+
+
+@dataclass(frozen=True)
+class LiveModel:
+    """A model built on meta, and how: a fallback's reason, or the framework's stand-in label."""
+
+    model: nn.Module
+    build_note: str = ""
+    built_by: str = ""
+
+    def structure(self) -> ModelStructure:
+        return replace(structure_of(self.model), build_note=self.build_note, built_by=self.built_by)
+
+
+def build_live(config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec) -> LiveModel:
+    """The model ``build`` makes from config.json content, on the meta device."""
+    from mmfreeze.models.framework_build import build_framework_model, effective_spec
+
+    effective = effective_spec(config, auto_class, build)
+    if effective.kind == "framework":
+        built = build_framework_model(config, auto_class, effective, source=source)
+        return LiveModel(built.model, built.fallback_reason, "" if effective == build else builder_label(effective))
+    return LiveModel(build_model(config, auto_class, source=source))
+
+
+def _composite_parts(
+    config: Mapping[str, Any], auto_class: str, drafter: DrafterBuild, *, source: str, build: BuildSpec
+) -> tuple[LiveModel, LiveModel]:
+    """A composite's base and drafter, each built as the framework loads it alone."""
+    base = build_live(config, auto_class, source=source, build=build)
+    return base, build_live(drafter.config, DRAFTER_AUTO_CLASS, source=source, build=build)
 
 
 def build_model(config: Mapping[str, Any], auto_class: str, *, source: str) -> nn.Module:
     """A model built on the meta device from config.json content and an Auto class name."""
-    from mmfreeze.models.build import build_meta_model, resolve_model_class
+    from mmfreeze.models.build import build_meta_model, resolve_model_class, transformers_builds
 
-    built_config = build_config(config, source=source)
     try:
+        if not transformers_builds(config.get("model_type"), auto_class):
+            raise ModelBuildError(no_transformers_class(config, auto_class))
+        built_config = build_config(config, source=source)
         return build_meta_model(built_config, resolve_model_class(built_config, auto_class))
     except ModelBuildError as error:
         raise type(error)(error.message, source=source, key="model") from error
 
 
-def build_structure(
-    config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC
-) -> ModelStructure:
-    if build.kind == "framework":
-        from mmfreeze.models.framework_build import build_framework_structure
+def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
+    """Why transformers cannot build this checkpoint, and what would make it buildable."""
+    import transformers
 
-        return build_framework_structure(config, auto_class, build, source=source)
-    return structure_of(build_model(config, auto_class, source=source))
+    model_type = config.get("model_type")
+    architecture = (config.get("architectures") or ["(none)"])[0]
+    what = (f"transformers {transformers.__version__} has no class for model_type {model_type!r} under {auto_class} "
+            f"(architectures[0]: {architecture})")
+    framework = framework_class_for(config)
+    if framework is not None:
+        return (f"{what}; nemo-automodel builds its own {framework.describe()} for it. With nemo-automodel "
+                "installed (pip install --no-deps nemo-automodel), mmfreeze builds that class the framework's way")
+    if isinstance(config.get("auto_map"), Mapping):
+        code = ", ".join(f"{name} -> {value}" for name, value in config["auto_map"].items())
+        return (f"{what}, and nemo-automodel has no class for {architecture}: it is a custom-code checkpoint "
+                f"(config.json auto_map: {code}), and mmfreeze never runs a checkpoint's code. To snapshot it, put "
+                "a config.json in the repository's configs folder whose model_type and architectures name a class "
+                "transformers or nemo-automodel has (the checkpoint's port), or exclude the recipe "
+                "([tool.mmfreeze] exclude)")
+    return f"{what}, and nemo-automodel has no class for {architecture}"
+
+
+def build_structure(
+    config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC,
+    drafter: DrafterBuild | None = None,
+) -> ModelStructure:
+    if drafter is not None:
+        from mmfreeze.models.composite import composite_structure
+
+        return composite_structure(*_composite_parts(config, auto_class, drafter, source=source, build=build),
+                                   drafter.section, source=source)
+    return build_live(config, auto_class, source=source, build=build).structure()
 
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
@@ -111,6 +191,7 @@ def load_structure(request: ModelRequest, cache: StructureCache, *, allow_networ
     source, key = structure_source(request, allow_network=allow_network)
     structure = cache.get(key)
     if structure is None:
-        structure = build_structure(source.config, request.auto_class, source=request.source, build=request.build)
+        structure = build_structure(source.config, request.auto_class, source=request.source, build=request.build,
+                                    drafter=find_drafter(request, allow_network=allow_network))
         cache.put(key, structure)
     return LoadedStructure(request=request, source=source, structure=structure, key=key)

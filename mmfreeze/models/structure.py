@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 3
+STRUCTURE_FORMAT_VERSION = 4
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -62,6 +62,20 @@ class ConfigFacts:
     """Same lookup; Gemma4 E2B/E4B layers that reuse another layer's keys and values."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class StructurePart:
+    """One model of a composite (``Gemma4WithDrafter``'s ``base`` and ``drafter``), as built alone."""
+
+    prefix: str
+    """The attribute the composite holds it under; its names are ``<prefix>.<own name>``."""
+    class_name: str
+    config_facts: ConfigFacts
+    freeze_config: bool
+    """Whether the recipe's `freeze_config` reaches it (the composite forwards it to the base only)."""
+    root_attributes: Mapping[str, str] = field(default_factory=dict)
+    """The part's own legacy root attributes (:attr:`ModelStructure.root_attributes`), in its own names."""
+
+
 @dataclass(frozen=True)
 class ModelStructure:
     """Module tree, parameters and legacy root attributes of one built model."""
@@ -84,6 +98,38 @@ class ModelStructure:
     build_note: str = ""
     """Why the transformers class stands in for the framework's own (``builder_fallback =
     "transformers"``, the framework's class could not be built on meta); ``""`` otherwise."""
+    built_by: str = ""
+    """``nemo-automodel <release>`` when a transformers build stood the framework's own class in
+    for a checkpoint transformers has no class for (``BuildSpec.stand_in``); ``""`` otherwise."""
+    parts: tuple[StructurePart, ...] = ()
+    """A composite's models, each trained as the framework trains it alone; ``()`` otherwise.
+    ``requires_grad`` is then each part's as built, before the composite's constructor ran."""
+    composite_frozen: frozenset[str] = frozenset()
+    """The parameters the composite's constructor froze (on top of its parts' own rules)."""
+
+    def part(self, part: StructurePart) -> ModelStructure:
+        """``part`` as a model of its own: its names without the prefix, its own config facts."""
+        head = part.prefix + "."
+
+        def own(path: str) -> str | None:
+            if path == part.prefix:
+                return ""
+            return path[len(head):] if path.startswith(head) else None
+
+        return ModelStructure(
+            class_name=part.class_name,
+            modules={own(p): c for p, c in self.modules.items() if own(p) is not None},
+            module_aliases={own(p): own(t) for p, t in self.module_aliases.items()
+                            if own(p) is not None and own(t) is not None},
+            parameters=tuple(
+                ParameterInfo(name=own(info.name), shape=info.shape, requires_grad=info.requires_grad,
+                              aliases=tuple(own(a) for a in info.aliases if own(a) is not None))
+                for info in self.parameters if own(info.name) is not None
+            ),
+            linear_modules=frozenset(own(p) for p in self.linear_modules if own(p) is not None),
+            config_facts=part.config_facts,
+            root_attributes=dict(part.root_attributes),
+        )
 
     @cached_property
     def parameters_by_name(self) -> Mapping[str, ParameterInfo]:
@@ -105,6 +151,9 @@ class ModelStructure:
             "linear_modules": sorted(self.linear_modules),
             "config_facts": asdict(self.config_facts),
             "build_note": self.build_note,
+            "built_by": self.built_by,
+            "parts": [asdict(part) for part in self.parts],
+            "composite_frozen": sorted(self.composite_frozen),
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -123,7 +172,11 @@ class ModelStructure:
             root_attributes=dict(data["root_attributes"]),
             linear_modules=frozenset(data["linear_modules"]),
             config_facts=ConfigFacts(**data["config_facts"]),
-            build_note=data.get("build_note", ""),
+            build_note=data["build_note"],
+            built_by=data["built_by"],
+            parts=tuple(StructurePart(**{**part, "config_facts": ConfigFacts(**part["config_facts"])})
+                        for part in data["parts"]),
+            composite_frozen=frozenset(data["composite_frozen"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]

@@ -11,6 +11,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError
+from mmfreeze.recipes.composite import COMPOSITE_TARGETS, DrafterSection, parse_drafter
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
@@ -35,6 +36,8 @@ class ModelSection:
     """The transformers Auto class the target maps to, e.g. ``AutoModelForImageTextToText``."""
     model_id: str
     """`pretrained_model_name_or_path` with `${...}` references resolved."""
+    drafter: DrafterSection | None = None
+    """A composite target's drafter (``Gemma4WithDrafter``); ``model_id`` is then its base."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,10 +172,12 @@ def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, s
     target = section.get("_target_")
     if not isinstance(target, str):
         raise RecipeError("missing or non-string `_target_`", source=source, key="model._target_")
+    composite = target in COMPOSITE_TARGETS
     return ModelSection(
         target=target,
         auto_class=resolve_auto_class(target, allowed, source=source),
         model_id=_model_id(section, document, source=source),
+        drafter=parse_drafter(section, document, source=source) if composite else None,
     )
 
 
@@ -182,6 +187,8 @@ def _model_id(section: Mapping[str, Any], document: Mapping[str, Any], *, source
     (``recipes/_typed_config.py``, ``_model_name_from_cfg``)."""
     key = "model.pretrained_model_name_or_path"
     model_id = section.get("pretrained_model_name_or_path")
+    if section.get("_target_") in COMPOSITE_TARGETS and section.get("base_path") is not None:
+        key, model_id = "model.base_path", section["base_path"]  # the composite's name; the other is its alias
     config = section.get("config")
     if model_id is None and isinstance(config, Mapping) and "pretrained_model_name_or_path" in config:
         key, model_id = "model.config.pretrained_model_name_or_path", config["pretrained_model_name_or_path"]

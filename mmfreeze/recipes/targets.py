@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from mmfreeze.exceptions import RecipeError
+from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 
 _NEMO_AUTO_CLASSES = {
     "NeMoAutoModelForImageTextToText": "AutoModelForImageTextToText",
@@ -56,6 +57,8 @@ def parse_target_assignment(text: str) -> tuple[str, str]:
 
 def resolve_auto_class(target: str, allowed: Mapping[str, str], *, source: str) -> str:
     """The Auto class name for ``target``, or an error listing what is allowed."""
+    if target in COMPOSITE_TARGETS:
+        return COMPOSITE_TARGETS[target]
     if target in allowed:
         return allowed[target]
     suffix_matches = sorted(t for t in allowed if t.rsplit(".", 2)[-2:] == target.rsplit(".", 2)[-2:])

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.canonical import CanonicalStructure, canonicalize
 from mmfreeze.resolver.declarations import Declaration, language_parts, select_declaration
-from mmfreeze.resolver.entry import ArchitectureEntry
+from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl, Unowned
 from mmfreeze.resolver.heuristic import warn_guessed
 from mmfreeze.resolver.inventory import (
     LANGUAGE_GROUP,
@@ -47,6 +47,8 @@ def resolve_structure(
     """
     from mmfreeze.resolver.table import ARCHITECTURE_TABLE
 
+    if structure.parts and class_entry is None:
+        class_entry = _composite_entry(structure, table=table, warn_guess=warn_guess)
     canonical = canonicalize(structure)
     declaration = select_declaration(
         canonical,
@@ -59,6 +61,24 @@ def resolve_structure(
     specs = apply_overrides(canonical, declaration.specs, override_specs)
     specs = drop_redundant_children(dedupe_aliases(specs))
     return _inventory(canonical, declaration, specs)
+
+
+def _composite_entry(
+    structure: ModelStructure, *, table: Mapping[str, ArchitectureEntry] | None, warn_guess: bool
+) -> ArchitectureEntry:
+    """A composite's entry: each part resolved as a model of its own, under its prefix."""
+    modules: list[ModuleDecl] = []
+    language: list[LanguagePart] = []
+    unowned: list[Unowned] = []
+    for part in structure.parts:
+        inventory = resolve_structure(structure.part(part), table=table, warn_guess=warn_guess)
+        head = f"{part.prefix}."
+        modules += [ModuleDecl(paths=(head + info.spec.path,), modality=info.spec.modality, role=info.spec.role,
+                               conditionally_executed=info.spec.conditionally_executed) for info in inventory.modules]
+        language += [LanguagePart(paths=(head + path,), part=name.split(".")[0])
+                     for name, path in inventory.language_model.parts.items()]
+        unowned += [Unowned(path=head + name, reason=reason) for name, reason in inventory.unowned_reasons.items()]
+    return ArchitectureEntry(modules=tuple(modules), language_model=tuple(language), unowned=tuple(unowned))
 
 
 def _inventory(canonical: CanonicalStructure, declaration: Declaration, specs: list[SourcedSpec]) -> ResolvedInventory:

@@ -3,7 +3,7 @@
 The table is keyed by class name. The framework's classes come in two kinds:
 
 - **names transformers does not have** (``TABLE``): Kimi-K2.5-VL, Kimi-VL, LLaVA-OneVision-1.5,
-  Bagel. Entries of their own.
+  Bagel, the Gemma 4 drafter. Entries of their own.
 - **names transformers has too, with another module tree** (``FRAMEWORK_PATHS``): the framework's
   MuseGlimmer and MiniMax-M3 hold the text model at ``model`` itself (no ``model.language_model``)
   and name or place the vision tower differently. Their entries gain the framework's paths as
@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl
+from mmfreeze.resolver.table_text import GEMMA4_DRAFTER
 from mmfreeze.resolver.table_parts import (
     STANDARD_LANGUAGE,
     decl,
@@ -57,6 +58,8 @@ def _generator(path: str) -> ModuleDecl:
 
 
 TABLE: Mapping[str, ArchitectureEntry] = {
+    # A subclass of transformers' Gemma4AssistantForCausalLM with its tree (``components/models/gemma4_drafter``).
+    "Gemma4DrafterForCausalLM": GEMMA4_DRAFTER,
     "KimiK25VLForConditionalGeneration": KIMI,
     "KimiVLForConditionalGeneration": KIMI,
     "LLaVAOneVision1_5_ForConditionalGeneration": ArchitectureEntry(

@@ -142,7 +142,8 @@ def builder_header(
     record: FrozenSetRecord, request: ModelRequest, config: Mapping[str, Any], *, target: str
 ) -> dict[str, str]:
     """The header's ``builder`` and ``divergence`` values for one recipe sharing ``record``."""
-    return describe_build(record.architecture, record.build_note, request.build, config, target=target)
+    return describe_build(record.architecture, record.build_note, request.build, config, target=target,
+                          built_by=record.built_by)
 
 
 def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:

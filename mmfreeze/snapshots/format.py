@@ -1,23 +1,33 @@
-"""The snapshot file: a short stable header, then the frozen parameter names (pure text <-> data).
+"""The snapshot file: a short stable header, the frozen parameter names, then, for a recipe with
+`peft:`, its LoRA adapter names (pure text <-> data).
 
 Example::
 
     # mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`.
-    format: 3
-    recipe: example_configs/vlm_finetune/qwen2_5_vl/cord_v2.yaml
-    model_id: Qwen/Qwen2.5-VL-3B-Instruct
+    format: 4
+    recipe: example_configs/vlm_peft/qwen2_5_vl/qwen2_5_vl_7b_lora_cord_v2.yaml
+    model_id: Qwen/Qwen2.5-VL-7B-Instruct
     config: registry (published)
     architecture: Qwen2_5_VLForConditionalGeneration
     builder: transformers
     framework: nemo-automodel 0.7
     transformers: 5.24.0
-    frozen_tensors: 390
-    trainable_tensors: 435
-    frozen_parameters: 668538880
-    trainable_parameters: 3085938688
+    frozen_tensors: 729
+    trainable_tensors: 224
+    frozen_parameters: 8292166656
+    trainable_parameters: 10092544
     ---
-    model.visual.blocks.{0..31}.attn.proj.bias
+    lm_head.weight
     ...
+    model.visual.patch_embed.proj.weight
+    --- lora adapters
+    model.language_model.layers.{0..27}.self_attn.k_proj.lora_A.weight
+    ...
+
+Adapters train unless `freeze_config` freezes them, so the frozen names alone would show an added
+``exclude_modules`` entry only as smaller trainable counts; the adapter names let a report say
+which modules lost their adapters. A recipe without `peft:` has no adapter section; one whose
+`peft:` adapts nothing has an empty one.
 
 Everything in it is decided by the recipe, its model config, the freezing rules and the
 transformers release that built the module tree (module paths, and so parameter names, change
@@ -34,7 +44,7 @@ built the model of an architecture the framework builds itself, a ``divergence``
 
 Why the builder was chosen (``auto``: is the framework installed, with its transformers?) is not
 stored: a snapshot is the same on a machine without the framework as in the main environment.
-Format 3 added ``builder`` and ``divergence``.
+Format 3 added ``builder`` and ``divergence``; format 4 added the ``--- lora adapters`` section.
 """
 
 from __future__ import annotations
@@ -46,9 +56,11 @@ from typing import Any
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
 SEPARATOR = "---"
+ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
+"""The line after the frozen names that starts the LoRA adapter names."""
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -86,11 +98,18 @@ class Snapshot:
     header: SnapshotHeader
     lines: tuple[str, ...]
     """The frozen names as the file stores them: sorted and range-compressed (see ``compress``)."""
+    adapter_lines: tuple[str, ...] | None = None
+    """The LoRA adapter names of a recipe with `peft:`, stored as ``lines`` are; ``None``: no `peft:`."""
 
     @cached_property
     def frozen(self) -> frozenset[str]:
         """The names, expanded: only a changed snapshot's report needs them."""
         return frozenset(expand_lines(self.lines))
+
+    @cached_property
+    def adapters(self) -> frozenset[str]:
+        """The adapter names, expanded (none without `peft:`)."""
+        return frozenset(expand_lines(self.adapter_lines or ()))
 
 
 _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
@@ -111,6 +130,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
               or getattr(header, f.name)]
     lines.append(SEPARATOR)
     lines += snapshot.lines
+    if snapshot.adapter_lines is not None:
+        lines += [ADAPTERS_SECTION, *snapshot.adapter_lines]
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +140,8 @@ def _check_storable(value: str, recipe: str | None) -> None:
         raise SnapshotError(f"cannot store {value!r} in a line-based snapshot", source=recipe)
 
 
-FIDELITY = {"checkpoint": "published", "partial": "partial", "transformers-default": "default"}
+FIDELITY = {"checkpoint": "published", "partial": "partial", "transformers-default": "default",
+            "framework-default": "default"}
 """Registry provenance -> what a reviewer needs to know: are these the published checkpoint's values?"""
 DOWNLOADED_KINDS = frozenset({"hf-cache", "hub"})
 
@@ -132,11 +154,14 @@ def describe_config_source(kind: str, provenance: str | None) -> str:
     return f"{kind} (published)" if kind in DOWNLOADED_KINDS else kind
 
 
-def body_lines(frozen: frozenset[str], *, recipe: str | None) -> tuple[str, ...]:
-    """The stored form of ``frozen``; a name that cannot be stored is a :class:`SnapshotError`."""
-    for name in frozen:
+def body_lines(names: frozenset[str], *, recipe: str | None) -> tuple[str, ...]:
+    """The stored form of ``names`` (frozen or adapter names); a name that cannot be stored is a
+    :class:`SnapshotError`."""
+    for name in names:
         _check_storable(name, recipe)
-    return tuple(compress_names(frozen))
+        if name.startswith(SEPARATOR):  # it would read back as a section line
+            raise SnapshotError(f"cannot store {name!r}: a line starting with {SEPARATOR!r} starts a section", source=recipe)
+    return tuple(compress_names(names))
 
 
 def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
@@ -151,7 +176,24 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
         header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
     except (TypeError, ValueError) as error:
         raise SnapshotError(f"bad header: {error}", source=source) from error
-    return Snapshot(header=header, lines=tuple(line for line in body.split("\n") if line))
+    frozen, adapters = _body_sections(body.split("\n"), source=source)
+    return Snapshot(header=header, lines=frozen, adapter_lines=adapters)
+
+
+def _body_sections(lines: list[str], *, source: str | None) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """The frozen names' lines, and those after the adapter section line (``None`` without one)."""
+    starts = [index for index, line in enumerate(lines) if line.startswith(SEPARATOR)]
+    if not starts:
+        return _names(lines), None
+    if len(starts) > 1 or lines[starts[0]] != ADAPTERS_SECTION:
+        found = ", ".join(repr(lines[index]) for index in starts)
+        raise SnapshotError(f"the names may be followed by one {ADAPTERS_SECTION!r} section only, found {found}",
+                            source=source)
+    return _names(lines[: starts[0]]), _names(lines[starts[0] + 1 :])
+
+
+def _names(lines: list[str]) -> tuple[str, ...]:
+    return tuple(line for line in lines if line)
 
 
 def _header_values(lines: list[str], *, source: str | None) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from mmfreeze.versions import installed_version
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
 
-RECORD_FORMAT_VERSION = 4
+RECORD_FORMAT_VERSION = 5
+"""5 added ``adapter_lines``: an older record, without them, is a miss."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,12 +43,16 @@ class FrozenSetRecord:
     lines: tuple[str, ...]
     """The frozen names in the snapshot's stored form (range-compressed: an MoE model's names
     shrink a hundredfold), so a cached set is rendered without compressing it again."""
+    adapter_lines: tuple[str, ...] | None = None
+    """The LoRA adapter names in the same stored form when the recipe has `peft:` (``None`` without it)."""
     frozen_tensors: int
     frozen_parameters: int
     trainable_tensors: int
     trainable_parameters: int
     build_note: str = ""
     """Why the transformers class stands in for the framework's (a fallback), from the structure."""
+    built_by: str = ""
+    """The framework's label when its class stood in for a missing transformers one, from the structure."""
 
     @classmethod
     def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
@@ -58,11 +63,13 @@ class FrozenSetRecord:
             framework=result.rules.describe(),
             transformers=installed_version("transformers"),
             lines=body_lines(result.frozen, recipe=recipe),
+            adapter_lines=None if result.adapters is None else body_lines(result.adapters, recipe=recipe),
             frozen_tensors=len(result.frozen),
             frozen_parameters=frozen_numel,
             trainable_tensors=len(structure.parameters) - len(result.frozen),
             trainable_parameters=structure.total_numel - frozen_numel,
             build_note=structure.build_note,
+            built_by=structure.built_by,
         )
 
     def snapshot(
@@ -85,7 +92,7 @@ class FrozenSetRecord:
             frozen_parameters=self.frozen_parameters,
             trainable_parameters=self.trainable_parameters,
         )
-        return Snapshot(header=header, lines=self.lines)
+        return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "format": RECORD_FORMAT_VERSION}
@@ -95,7 +102,8 @@ class FrozenSetRecord:
         if data.get("format") != RECORD_FORMAT_VERSION:
             raise ValueError(f"frozen-set record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
         fields = {name: value for name, value in data.items() if name != "format"}
-        return cls(**{**fields, "lines": tuple(data["lines"])})
+        adapters = data["adapter_lines"]
+        return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters)})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 
+from mmfreeze.counts import tensor_text
 from mmfreeze.distributed.native import NATIVE_VERDICTS
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
@@ -35,6 +36,8 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
         yield f"  {header.field}: {header.old} -> {header.new}"
     yield from _text_groups("newly frozen", change.newly_frozen)
     yield from _text_groups("newly trainable", change.newly_trainable)
+    yield from _text_groups("adapters added", change.adapters_added)
+    yield from _text_groups("adapters removed", change.adapters_removed)
 
 
 def native_summary(outcomes: Sequence[RecipeOutcome]) -> str:
@@ -92,11 +95,20 @@ def _md_summary_row(outcome: RecipeOutcome) -> str:
     frozen = describe_total(change.newly_frozen) if change else ""
     trainable = describe_total(change.newly_trainable) if change else ""
     if change and not change.newly_frozen and not change.newly_trainable:
-        # No stored frozen name moved: the row says what did (the counts of LoRA adapters, the release, ...).
-        moved = "; ".join(f"{h.field} {h.old} → {h.new}" for h in change.header_changes) or "nothing"
-        frozen, trainable = "no frozen name moved", html.escape(f"header: {moved}")
+        # No stored frozen name moved: the row says what did (LoRA adapters, the release, ...).
+        frozen, trainable = "no frozen name moved", _md_what_moved(change)
     return (f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} "
             f"| {html.escape(outcome.nemo_automodel.describe() if outcome.nemo_automodel else '')} |")
+
+
+def _md_what_moved(change: RecipeChange) -> str:
+    """Adapter tensors added and removed, then the header fields that changed. Tensors only: a
+    removed adapter counts 0 parameters, and the header line has the trainable parameters."""
+    moved = [f"adapters {verb}: {tensor_text(sum(group.tensors for group in groups))}"
+             for verb, groups in (("added", change.adapters_added), ("removed", change.adapters_removed)) if groups]
+    if change.header_changes:
+        moved.append("header: " + "; ".join(f"{h.field} {h.old} → {h.new}" for h in change.header_changes))
+    return "<br>".join(html.escape(part) for part in moved) or "nothing"
 
 
 def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
@@ -125,6 +137,8 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
     if change is not None:
         yield from _md_groups("Newly frozen", change.newly_frozen)
         yield from _md_groups("Newly trainable", change.newly_trainable)
+        yield from _md_groups("LoRA adapters added", change.adapters_added)
+        yield from _md_groups("LoRA adapters removed", change.adapters_removed)
     yield "</details>\n"
 
 

@@ -1,4 +1,5 @@
-"""Every bundled recipe explains: a real transformers class built on meta, with the right size."""
+"""Every bundled recipe explains: the real class built on meta (transformers', or the framework's where it
+builds its own for lack of one), with the right size."""
 
 from __future__ import annotations
 
@@ -21,13 +22,33 @@ RECIPES = recipes_under(EXAMPLE_CONFIGS)
 
 
 @cache
-def reference_build(model_id: str, auto_class: str) -> tuple[str, int]:
-    """Class and parameter count from transformers directly, without any mmfreeze code path."""
-    config_dict = dict(find_model_config(model_id).config)
-    config = CONFIG_MAPPING[config_dict["model_type"]].from_dict(config_dict)
-    with torch.device("meta"):
-        model = getattr(transformers, auto_class).from_config(config)
+def reference_build(model_id: str, auto_class: str, drafter_id: str | None) -> tuple[str, int]:
+    """Class and parameter count from the libraries directly, without any mmfreeze code path: the
+    recipe's Auto class; for a composite, the framework's ``Gemma4WithDrafter`` over its parts."""
+    model = reference_model(model_id, auto_class)
+    if drafter_id is not None:
+        from nemo_automodel.components.models.gemma4_drafter.composite import Gemma4WithDrafter
+
+        with torch.device("meta"):
+            model = Gemma4WithDrafter(model, reference_model(drafter_id, "AutoModelForCausalLM"))
     return type(model).__name__, sum(p.numel() for p in model.parameters())
+
+
+def reference_model(model_id: str, auto_class: str) -> torch.nn.Module:
+    """transformers' Auto class; where it has no class for the checkpoint (MuseGlimmer under
+    AutoModelForCausalLM), the class the framework's own ``_resolve_custom_model_cls_for_config``
+    picks, on the framework's config class."""
+    config_dict = dict(find_model_config(model_id).config)
+    model_type = config_dict["model_type"]
+    with torch.device("meta"):
+        if model_type in getattr(transformers, auto_class)._model_mapping._model_mapping:
+            config = CONFIG_MAPPING[model_type].from_dict(config_dict)
+            return getattr(transformers, auto_class).from_config(config)
+        from nemo_automodel._transformers.model_init import _resolve_custom_model_cls_for_config
+        from nemo_automodel._transformers.registry import resolve_custom_config_cls
+
+        config = resolve_custom_config_cls(model_type).from_dict(config_dict)
+        return _resolve_custom_model_cls_for_config(config)(config)
 
 
 @pytest.mark.slow
@@ -37,7 +58,9 @@ def test_recipe_explains_as_a_real_meta_built_model(recipe_path: Path) -> None:
     result = CliRunner().invoke(cli, ["explain", str(recipe_path), "--format", "json"])
     assert result.exit_code == 0, result.output
     explanation = json.loads(result.stdout)
-    architecture, parameters = reference_build(recipe.model.model_id, recipe.model.auto_class)
+    drafter = recipe.model.drafter
+    architecture, parameters = reference_build(recipe.model.model_id, recipe.model.auto_class,
+                                               drafter.model_id if drafter else None)
     assert (explanation["architecture"], explanation["parameters"]) == (architecture, parameters)
     assert explanation["config_source"]["kind"] == "registry"
 

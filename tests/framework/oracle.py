@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from torch import nn
 
+from mmfreeze.recipes.composite import DrafterSection
+
 pytest.importorskip("nemo_automodel", reason="the differential tests need nemo-automodel (the README's test command installs it)")
 
 from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules  # noqa: E402
@@ -74,20 +76,26 @@ def imported_from(tree: ast.Module) -> dict[str, str]:
 
 
 def framework_trainability(
-    model: nn.Module, freeze_config: Any, peft: Mapping[str, Any] | None
+    model: nn.Module, freeze_config: Any, peft: Mapping[str, Any] | None, drafter: DrafterSection | None = None
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """Run the recipe's sections through the framework on ``model`` (mutated): its frozen and
-    trainable parameter names (adapters included).
+    """Run the recipe's sections through the framework on ``model`` (mutated; for a composite
+    recipe, ``drafter``: through its parts, then its constructor): its frozen and trainable
+    parameter names (adapters included).
 
     Raises whatever the framework raises for a section it rejects.
     """
-    peft_config = None
-    if peft is not None:
-        # The recipe instantiates `peft:` (its `_target_` is PeftConfig) with the other keys.
-        peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
-        apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
-    parsed = model_utils.parse_freeze_config(freeze_config)
-    trainability_policy()(model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
+    from tests.nemo.framework_pipeline import through_composite
+
+    def load(part: nn.Module, forwarded: bool) -> None:
+        peft_config = None
+        if peft is not None and forwarded:
+            # The recipe instantiates `peft:` (its `_target_` is PeftConfig) with the other keys.
+            peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
+            apply_lora_to_linear_modules(part, peft_config, skip_freeze=True)
+        parsed = model_utils.parse_freeze_config(freeze_config if forwarded else None)
+        trainability_policy()(part, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
+
+    model = through_composite(model, drafter, load)
     named = list(model.named_parameters())
     return (frozenset(name for name, parameter in named if not parameter.requires_grad),
             frozenset(name for name, parameter in named if parameter.requires_grad))

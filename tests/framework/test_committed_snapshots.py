@@ -4,7 +4,7 @@ The committed snapshots (``snapshots/``) describe the transformers classes under
 5.24.0, the main environment. For each bundled recipe, its `peft` and `freeze_config` go through
 the framework's ``PeftConfig`` / ``apply_lora_to_linear_modules``, ``parse_freeze_config`` and
 ``_apply_trainability_policy`` (``tests/framework/oracle.py``) on the model built on meta, and the
-frozen names must be the snapshot's, name by name:
+frozen names and the LoRA adapter names must be the snapshot's, name by name:
 
 - a recipe in the framework's vocabulary (legacy 0.7-valid, selectors, none) with its own sections;
 - a new-vocabulary recipe with its pre-migration twin's (``tests/migrate/fixtures/pre_migration``),
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
+from mmfreeze.models.lora import ADAPTER_MARK
 from mmfreeze.snapshots.compress import expand_lines
 from mmfreeze.snapshots.format import parse_snapshot
 from mmfreeze.snapshots.layout import snapshot_path
@@ -65,12 +66,17 @@ def judge(recipe: Path, snapshot: Path) -> list[str]:
     judged = judged_sections(recipe)
     assert judged.sections_from is not None, judged.reason
     document = read_recipe(judged.sections_from).document
-    frozen, _ = framework_trainability(fresh_model(recipe, "transformers"), document.get("freeze_config"),
-                                       document.get("peft"))
-    stored = parse_snapshot(snapshot.read_text(), source=str(snapshot)).frozen
+    frozen, trainable = framework_trainability(fresh_model(recipe, "auto"), document.get("freeze_config"),
+                                               document.get("peft"), read_recipe(recipe).model.drafter)
+    parsed = parse_snapshot(snapshot.read_text(), source=str(snapshot))
+    stored, adapters = parsed.frozen, frozenset(name for name in frozen | trainable if ADAPTER_MARK in name)
     label = recipe.relative_to(REPO_ROOT).as_posix()
     return ([f"{label}: frozen by the framework, trainable in {snapshot.name}: {name}" for name in sorted(frozen - stored)]
-            + [f"{label}: trainable under the framework, frozen in {snapshot.name}: {name}" for name in sorted(stored - frozen)])
+            + [f"{label}: trainable under the framework, frozen in {snapshot.name}: {name}" for name in sorted(stored - frozen)]
+            + [f"{label}: an adapter under the framework, not in {snapshot.name}: {name}"
+               for name in sorted(adapters - parsed.adapters)]
+            + [f"{label}: no adapter under the framework, an adapter in {snapshot.name}: {name}"
+               for name in sorted(parsed.adapters - adapters)])
 
 
 def committed_snapshot(recipe: Path) -> Path:
@@ -93,14 +99,19 @@ def test_the_judged_share_of_the_corpus() -> None:
     assert all(reason.startswith("0.7 rejects its pre-migration twin") for reason in reasons)
 
 
-def test_a_planted_wrong_snapshot_fails_naming_the_recipe(tmp_path: Path) -> None:
-    """The first frozen line of a judged recipe's snapshot deleted: its names are reported as
-    frozen by the framework and trainable in the planted file, with the recipe's path."""
-    recipe = JUDGEABLE[0]
+@pytest.mark.parametrize(("section", "says"), [
+    ("lines", "frozen by the framework, trainable in"),
+    ("adapter_lines", "an adapter under the framework, not in"),
+], ids=["frozen-names", "adapter-names"])
+def test_a_planted_snapshot_missing_one_line_fails_naming_the_recipe_and_that_lines_names(
+    tmp_path: Path, section: str, says: str
+) -> None:
+    """The first line of a judged LoRA recipe's frozen names, or of its adapter names, deleted:
+    the line's names are reported with the recipe's path, as the section they left says."""
+    recipe = next(recipe for recipe in JUDGEABLE if "peft" in read_recipe(recipe).document)
     text = committed_snapshot(recipe).read_text()
-    removed = parse_snapshot(text, source="committed").lines[0]
+    removed = getattr(parse_snapshot(text, source="committed"), section)[0]
     planted = tmp_path / "planted.frozen.txt"
     planted.write_text(text.replace(f"\n{removed}\n", "\n", 1))
     label = recipe.relative_to(REPO_ROOT).as_posix()
-    assert judge(recipe, planted) == [f"{label}: frozen by the framework, trainable in planted.frozen.txt: {name}"
-                                      for name in sorted(expand_lines([removed]))]
+    assert judge(recipe, planted) == [f"{label}: {says} planted.frozen.txt: {name}" for name in sorted(expand_lines([removed]))]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set, recipe_trained_model
 from mmfreeze.freeze.summary import LANGUAGE_MODEL_GROUP, UNOWNED_GROUP
 from mmfreeze.freeze.targets import group_key
 from mmfreeze.migrate.intent import intent_section
@@ -37,8 +37,10 @@ def intent_difference(recipe: Recipe, cache: StructureCache) -> dict[str, Any]:
     legacy = recipe_frozen_set(recipe, structure)
     if legacy.vocabulary == "absent":
         return {"vocabulary": "absent"}
-    inventory = resolve_structure(legacy.structure, override_specs=overrides)
-    intent = intent_section(legacy.structure, recipe.freeze_config, inventory, source=recipe.display_path,
+    # What `migrate --mode intent` plans on: the model the section reaches (a composite's base).
+    trained = recipe_trained_model(recipe, structure)
+    inventory = resolve_structure(trained.structure, override_specs=overrides)
+    intent = intent_section(trained.structure, recipe.freeze_config, inventory, source=recipe.display_path,
                             rules=recipe.framework)
     groups = parameter_groups(inventory)
     return {

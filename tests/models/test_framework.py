@@ -198,6 +198,10 @@ DIVERGENT: dict[str, str] = {
     "vlm_peft/qwen3_5_moe/qwen3_5_35b_a3b_lora_medpix.yaml": QWEN3_5_MOE,
     "vlm_peft/qwen3_vl/qwen3_vl_8b_lora_chartqa.yaml": QWEN3_VL,
     "vlm_peft/qwen3_vl_moe/qwen3_vl_30b_a3b_lora_cord.yaml": QWEN3_VL_MOE,
+    # Only hypothetically built by transformers (this test's record says so): transformers has no
+    # muse_glimmer class, so a real run builds the framework's (tests/cli/test_model_shapes.py).
+    "vlm_finetune/muse_glimmer/muse_glimmer_30b_medpix.yaml":
+        "MuseGlimmerForConditionalGeneration (nemo_automodel.components.models.muse_glimmer.model)",
 }
 """Not listed, though its architecture is the framework's: qwen2_5_omni_7b_av_mix.yaml, whose
 ``_target_`` is transformers' own Auto class (the framework builds it as is)."""

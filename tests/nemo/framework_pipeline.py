@@ -11,14 +11,18 @@ by mmfreeze's one meta-device build, and copied for each recipe.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.framework import choose_builder
-from mmfreeze.models.loader import build_requested_model, find_config
+from mmfreeze.disk_cache import default_cache_dir
+from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.loader import build_requested_model, find_config, load_structure
 from mmfreeze.models.structure import structure_of
+from mmfreeze.recipes.composite import DrafterSection
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from tests.conftest import REPO_ROOT
@@ -56,23 +60,41 @@ def fresh_model(path: Path, builder: str) -> Any:
     return copy.deepcopy(built_model(path, builder))
 
 
+def through_composite(model: Any, drafter: DrafterSection | None, load: Callable[[Any, bool], None]) -> Any:
+    """``Gemma4WithDrafter.from_pretrained``'s order on a meta-built model: each part trained as
+    loaded alone (``load(part, forwarded)``: the recipe's sections reach the base only), then the
+    framework's own constructor over the parts. Any other model is loaded as it is."""
+    if drafter is None:
+        load(model, True)
+        return model
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)  # the parts as built: before the composite's constructor froze anything
+    load(model.base, True)
+    load(model.drafter, False)
+    return type(model)(model.base, model.drafter, **drafter.arguments())
+
+
 def framework_outcome(path: Path, builder: str) -> Outcome:
     """The recipe's `peft` and `freeze_config` through the framework's pipeline on a fresh model."""
     from nemo_automodel._transformers import infrastructure
     from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
     from nemo_automodel.components.utils import model_utils
 
-    document = read_recipe(path).document
-    model = fresh_model(path, builder)
+    recipe = read_recipe(path)
+    document = recipe.document
     peft = document.get("peft")
-    try:
+
+    def load(model: Any, forwarded: bool) -> None:
         peft_config = None
-        if peft is not None:
+        if peft is not None and forwarded:
             peft_config = PeftConfig(**{key: value for key, value in peft.items() if key != "_target_"})
             apply_lora_to_linear_modules(model, peft_config, skip_freeze=True)
-        parsed = model_utils.parse_freeze_config(document.get("freeze_config"))
+        parsed = model_utils.parse_freeze_config(document.get("freeze_config") if forwarded else None)
         infrastructure._apply_trainability_policy(
             model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
+
+    try:
+        model = through_composite(fresh_model(path, builder), recipe.model.drafter, load)
     except Exception as error:  # noqa: BLE001 - the framework's own rejection is the outcome
         return Outcome(error=f"{type(error).__name__}: {error}")
     return Outcome(trainable=frozenset(
@@ -80,8 +102,15 @@ def framework_outcome(path: Path, builder: str) -> Outcome:
 
 
 def mmfreeze_outcome(path: Path, builder: str) -> Outcome:
-    """What mmfreeze computes for the recipe on the same model (the snapshot's frozen set)."""
-    result = recipe_frozen_set(read_recipe(path), structure_of(built_model(path, builder)))
+    """What mmfreeze computes for the recipe on the same model (the snapshot's frozen set). A
+    composite's structure is the product's own (its parts as built, its constructor's freezes
+    apart), from the run's cache: the live composite no longer shows its parts as built."""
+    recipe = read_recipe(path)
+    if recipe.model.drafter is not None:
+        structure = load_structure(model_request(recipe, choose_builder(builder)), StructureCache(default_cache_dir())).structure
+    else:
+        structure = structure_of(built_model(path, builder))
+    result = recipe_frozen_set(recipe, structure)
     return Outcome(trainable=frozenset(
         name for info in result.structure.parameters if info.name not in result.frozen for name in info.names))
 

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mmfreeze.snapshots.diff import HeaderChange, diff_snapshots
+import pytest
+
+from mmfreeze.snapshots.diff import HeaderChange, adapted_weight, diff_snapshots
 from mmfreeze.resolver.labels import prefix_group
 from tests.snapshots.test_format import HEADER, snapshot_of
 
@@ -26,3 +28,42 @@ def test_prefix_group_stops_at_the_first_layer_index() -> None:
     assert prefix_group("model.language_model.layers.3.mlp.up_proj.weight") == "model.language_model.layers"
     assert prefix_group("lm_head.weight") == "lm_head"
     assert prefix_group("bias") == "bias"
+
+
+def test_adapters_are_grouped_by_the_label_of_the_weight_they_adapt_counting_0_parameters_once_removed() -> None:
+    kept, removed, added = "lm.0.q.lora_A.weight", "v.0.q.lora_A.weight", "v.0.fc.lora_B.weight"
+    old = snapshot_of(HEADER, frozenset({"v.0.q.weight"}), frozenset({kept, removed}))
+    new = snapshot_of(HEADER, frozenset({"v.0.q.weight"}), frozenset({kept, added}))
+    labels = {"v.0.q.weight": "v (vision tower)", "v.0.fc.weight": "v (vision tower)"}
+    change = diff_snapshots(old, new, numel_of={added: 24, kept: 8}, group_of=lambda name: labels.get(name, name))
+    assert change.newly_frozen == change.newly_trainable == ()
+    assert [(g.label, g.tensors, g.parameters, g.names) for g in change.adapters_added] == [
+        ("v (vision tower)", 1, 24, (added,))]
+    assert [(g.label, g.tensors, g.parameters, g.names) for g in change.adapters_removed] == [
+        ("v (vision tower)", 1, 0, (removed,))]
+
+
+def test_a_snapshot_gaining_lora_lists_every_adapter_as_added() -> None:
+    change = diff_snapshots(snapshot_of(HEADER, frozenset()), snapshot_of(HEADER, frozenset(), frozenset({"q.lora_A.weight"})),
+                            numel_of={"q.lora_A.weight": 4}, group_of=prefix_group)
+    assert [(g.label, g.parameters) for g in change.adapters_added] == [("q", 4)] and change.adapters_removed == ()
+
+
+@pytest.mark.parametrize(("adapter", "weight"), [
+    ("m.layers.0.q_proj.lora_A.weight", "m.layers.0.q_proj.weight"),
+    ("m.layers.0.q_proj.lora_B.weight", "m.layers.0.q_proj.weight"),
+    ("m.layers.0.q_proj.lora_magnitude", "m.layers.0.q_proj.weight"),
+    ("m.layers.0.q_proj.weight", "m.layers.0.q_proj.weight"),
+])
+def test_adapted_weight_is_the_weight_of_the_module_holding_the_adapter(adapter: str, weight: str) -> None:
+    assert adapted_weight(adapter) == weight
+
+
+def test_a_removed_adapter_that_was_frozen_is_listed_as_removed_and_not_as_newly_trainable() -> None:
+    """An exclude entry for a tower whose `freeze_config` froze its adapters: they are gone, not trainable."""
+    frozen_adapter = "v.0.q.lora_A.weight"
+    old = snapshot_of(HEADER, frozenset({"v.0.q.weight", frozen_adapter}), frozenset({frozen_adapter}))
+    new = snapshot_of(HEADER, frozenset({"v.0.q.weight"}), frozenset())
+    change = diff_snapshots(old, new, numel_of={}, group_of=prefix_group)
+    assert change.newly_trainable == ()
+    assert [(g.label, g.names) for g in change.adapters_removed] == [("v", (frozen_adapter,))]

@@ -3,7 +3,15 @@ from __future__ import annotations
 import pytest
 
 from mmfreeze.exceptions import SnapshotError
-from mmfreeze.snapshots.format import FORMAT_VERSION, Snapshot, SnapshotHeader, body_lines, parse_snapshot, render_snapshot
+from mmfreeze.snapshots.format import (
+    ADAPTERS_SECTION,
+    FORMAT_VERSION,
+    Snapshot,
+    SnapshotHeader,
+    body_lines,
+    parse_snapshot,
+    render_snapshot,
+)
 
 HEADER = SnapshotHeader(
     recipe="example_configs/vlm/x.yaml", model_id="org/model", config="registry (published)", architecture="LlavaForConditionalGeneration",
@@ -11,11 +19,14 @@ HEADER = SnapshotHeader(
 )
 
 
-def snapshot_of(header: SnapshotHeader, names: frozenset[str]) -> Snapshot:
-    return Snapshot(header=header, lines=body_lines(names, recipe=header.recipe))
+def snapshot_of(header: SnapshotHeader, names: frozenset[str], adapters: frozenset[str] | None = None) -> Snapshot:
+    stored_adapters = None if adapters is None else body_lines(adapters, recipe=header.recipe)
+    return Snapshot(header=header, lines=body_lines(names, recipe=header.recipe), adapter_lines=stored_adapters)
 
 
 SNAPSHOT = snapshot_of(HEADER, frozenset({"a.layers.0.w", "a.layers.1.w", "lm_head.weight"}))
+ADAPTERS = frozenset({"a.layers.0.q.lora_A.weight", "a.layers.1.q.lora_A.weight", "a.layers.0.q.lora_B.weight"})
+LORA_SNAPSHOT = snapshot_of(HEADER, SNAPSHOT.frozen, ADAPTERS)
 
 
 def test_render_then_parse_round_trips() -> None:
@@ -33,8 +44,45 @@ def test_empty_frozen_set_round_trips() -> None:
     assert parse_snapshot(render_snapshot(empty)) == empty
 
 
-def test_another_format_version_is_rejected_with_the_fix() -> None:
-    text = render_snapshot(SNAPSHOT).replace(f"format: {FORMAT_VERSION}", "format: 0")
+def test_a_snapshot_without_lora_has_no_adapter_section_and_reads_back_none() -> None:
+    assert ADAPTERS_SECTION not in render_snapshot(SNAPSHOT)
+    assert parse_snapshot(render_snapshot(SNAPSHOT)).adapter_lines is None
+
+
+def test_adapter_names_follow_the_frozen_names_under_their_section_line_compressed() -> None:
+    assert render_snapshot(LORA_SNAPSHOT).endswith(
+        "---\na.layers.{0..1}.w\nlm_head.weight\n--- lora adapters\n"
+        "a.layers.0.q.lora_B.weight\na.layers.{0..1}.q.lora_A.weight\n"
+    )
+
+
+@pytest.mark.parametrize(("frozen", "adapters"), [
+    (SNAPSHOT.frozen, ADAPTERS), (frozenset(), ADAPTERS), (SNAPSHOT.frozen, frozenset()), (frozenset(), frozenset()),
+], ids=["both", "no-frozen-name", "empty-adapter-section", "both-empty"])
+def test_a_snapshot_with_an_adapter_section_round_trips_with_its_names(
+    frozen: frozenset[str], adapters: frozenset[str]
+) -> None:
+    snapshot = snapshot_of(HEADER, frozen, adapters)
+    parsed = parse_snapshot(render_snapshot(snapshot))
+    assert parsed == snapshot and parsed.frozen == frozen and parsed.adapters == adapters
+    assert parsed.adapter_lines is not None  # an empty section is kept: the recipe has `peft:`
+
+
+@pytest.mark.parametrize("section", ["--- lora adapters", "--- other names"], ids=["repeated", "unknown"])
+def test_a_second_or_unknown_section_line_is_a_snapshot_error_naming_it(section: str) -> None:
+    text = render_snapshot(LORA_SNAPSHOT) + f"{section}\nx.lora_A.weight\n"
+    with pytest.raises(SnapshotError, match=f"one '--- lora adapters' section only, found .*'{section}'"):
+        parse_snapshot(text, source="snap.txt")
+
+
+def test_a_name_starting_with_the_section_marker_cannot_be_stored() -> None:
+    with pytest.raises(SnapshotError, match="starts a section"):
+        body_lines(frozenset({"--- lora adapters"}), recipe="r.yaml")
+
+
+@pytest.mark.parametrize("version", [0, 3], ids=["format-0", "format-3-without-adapter-names"])
+def test_another_format_version_is_rejected_with_the_fix(version: int) -> None:
+    text = render_snapshot(SNAPSHOT).replace(f"format: {FORMAT_VERSION}", f"format: {version}")
     with pytest.raises(SnapshotError, match="regenerate it with --update"):
         parse_snapshot(text, source="snap.txt")
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,11 +15,14 @@ from tests.models.test_cache import STRUCTURE
 DOCUMENT = {"freeze_config": {"language": {"decoder": True}}, "optim": {"lr": 1e-5}}
 
 
-def record() -> FrozenSetRecord:
-    result = compute_frozen_set(
-        STRUCTURE, {"freeze_config": {"freeze_language_model": True}}, source="r.yaml", override_specs=()
-    )
+def record(document: dict | None = None) -> FrozenSetRecord:
+    document = {"freeze_config": {"freeze_language_model": True}} if document is None else document
+    result = compute_frozen_set(replace(STRUCTURE, linear_modules=frozenset({"a", "b"})), document,
+                                source="r.yaml", override_specs=())
     return FrozenSetRecord.of(result, recipe="r.yaml")
+
+
+LORA = {"peft": {"target_modules": ["a"]}}
 
 
 def test_record_carries_the_snapshot_counts_and_stored_names() -> None:
@@ -27,9 +32,24 @@ def test_record_carries_the_snapshot_counts_and_stored_names() -> None:
     assert (snapshot.header.recipe, snapshot.header.model_id, snapshot.header.architecture) == ("cfg/r.yaml", "org/toy", "Toy")
 
 
-def test_record_round_trips_through_disk(tmp_path: Path) -> None:
-    FrozenSetCache(tmp_path).put("k", record())
-    assert FrozenSetCache(tmp_path).get("k") == record()
+def test_record_of_a_lora_recipe_carries_its_adapter_names_and_one_without_lora_none() -> None:
+    snapshot = record(LORA).snapshot(recipe="cfg/r.yaml", model_id="org/toy", config="local")
+    assert snapshot.adapter_lines == ("a.lora_A.weight", "a.lora_B.weight")
+    assert snapshot.frozen == {"a.weight"}  # the adapted weight; its adapters train
+    assert record().adapter_lines is None
+
+
+@pytest.mark.parametrize("document", [None, LORA], ids=["without-lora", "lora"])
+def test_record_round_trips_through_disk(tmp_path: Path, document: dict | None) -> None:
+    FrozenSetCache(tmp_path).put("k", record(document))
+    assert FrozenSetCache(tmp_path).get("k") == record(document)
+
+
+def test_a_format_4_record_which_lacks_adapter_names_is_a_miss(tmp_path: Path) -> None:
+    stale = {**{k: v for k, v in record(LORA).to_json().items() if k != "adapter_lines"}, "format": 4}
+    FrozenSetCache(tmp_path).put("k", record(LORA))
+    next((tmp_path / "frozen_sets").iterdir()).write_bytes(gzip.compress(json.dumps(stale).encode()))
+    assert FrozenSetCache(tmp_path).get("k") is None
 
 
 @pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}')],

@@ -100,3 +100,41 @@ def test_a_changed_row_whose_frozen_names_did_not_move_says_what_did() -> None:
     assert "0 tensors / 0 parameters" not in row
     assert ("| no frozen name moved | header: trainable_tensors 542 → 302; "
             "trainable_parameters 47185920 → 26214400 |") in row
+
+
+VISION_ADAPTERS = tuple(f"model.visual.blocks.{i}.attn.qkv.lora_{ab}.weight" for i in range(120) for ab in "AB")
+LORA_EXCLUDE = RecipeChange(
+    recipe="cfg/lora.yaml", newly_frozen=(), newly_trainable=(),
+    header_changes=(HeaderChange(field="trainable_tensors", old=542, new=302),),
+    adapters_removed=(ModuleGroup(label="model.visual (vision tower)", tensors=240, parameters=0, names=VISION_ADAPTERS),),
+)
+LORA_OUTCOMES = [RecipeOutcome(recipe="cfg/lora.yaml", snapshot="s", status="changed", change=LORA_EXCLUDE)]
+
+
+def test_a_changed_row_whose_only_moves_are_adapters_names_their_tensors_before_the_header_fields() -> None:
+    row = next(line for line in render_markdown(LORA_OUTCOMES, []).splitlines() if line.startswith("| `cfg/lora.yaml`"))
+    assert "| no frozen name moved | adapters removed: 240 tensors<br>header: trainable_tensors 542 → 302 |" in row
+
+
+def test_text_lists_removed_adapters_by_module_with_counts_and_compressed_names() -> None:
+    assert render_text(LORA_OUTCOMES, []).splitlines()[1:] == [
+        "  trainable_tensors: 542 -> 302",
+        "  adapters removed: 240 tensors / 0 parameters",
+        "    model.visual (vision tower): 240 tensors / 0 parameters",
+        "      model.visual.blocks.{0..119}.attn.qkv.lora_A.weight",
+        "      model.visual.blocks.{0..119}.attn.qkv.lora_B.weight",
+    ]
+
+
+def test_markdown_details_have_a_lora_adapters_removed_table_with_the_module_and_counts() -> None:
+    markdown = render_markdown(LORA_OUTCOMES, [])
+    details = markdown[markdown.index("<details>"):]
+    assert "**LoRA adapters removed**\n\n| module | tensors | parameters |" in details
+    assert "| `model.visual (vision tower)` | 240 | 0 |" in details and "LoRA adapters added" not in details
+
+
+def test_json_has_the_adapter_groups_with_full_names() -> None:
+    change = json.loads(render_json(LORA_OUTCOMES, []))["recipes"][0]["change"]
+    assert change["adapters_added"] == []
+    assert change["adapters_removed"] == [{"label": "model.visual (vision tower)", "tensors": 240, "parameters": 0,
+                                           "names": list(VISION_ADAPTERS)}]

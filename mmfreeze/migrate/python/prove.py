@@ -18,6 +18,7 @@ from typing import Any
 from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
+from mmfreeze.models.framework import choose_builder
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.section import SectionInput
@@ -90,7 +91,7 @@ class BoundModels:
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
         recipe = load_recipe(path, allowed_targets=self._allowed_targets, framework=self._framework)
-        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe)))
+        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe, choose_builder("transformers"))))
         return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory, rules=self._framework)
 
 
