@@ -77,12 +77,27 @@ def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
     model_type = config.get("model_type")
     config_class = transformers_config_class(model_type)
     if config_class is None:
-        raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know")
+        advice = custom_code_advice(config)
+        raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know"
+                              + (f": {advice}" if advice else ""))
     try:
         with quiet_transformers():
             return config_class.from_dict(copy.deepcopy(dict(config)))
     except Exception as error:  # transformers validates configs with many exception types
         raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}") from error
+
+
+def custom_code_advice(config: Mapping[str, Any]) -> str:
+    """For a checkpoint whose config.json names its own code (``auto_map``): that mmfreeze never runs
+    it, and what would make the checkpoint buildable; ``""`` for any other."""
+    auto_map = config.get("auto_map")
+    if not isinstance(auto_map, Mapping):
+        return ""
+    code = ", ".join(f"{name} -> {value}" for name, value in auto_map.items())
+    return (f"it is a custom-code checkpoint (config.json auto_map: {code}), and mmfreeze never runs a checkpoint's "
+            "code. To snapshot it, put a config.json in the repository's configs folder whose model_type and "
+            "architectures name a class transformers or nemo-automodel has (the checkpoint's port), or exclude the "
+            "recipe ([tool.mmfreeze] exclude)")
 
 
 def transformers_config_class(model_type: object) -> type[PretrainedConfig] | None:

@@ -77,10 +77,23 @@ def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> Frame
 
 def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
     """The config object the framework makes: its own config class for the model type, else transformers'."""
-    from mmfreeze.models.build import build_transformers_config, quiet_transformers
+    from mmfreeze.models.build import (
+        build_transformers_config,
+        custom_code_advice,
+        quiet_transformers,
+        transformers_config_class,
+    )
 
     registry = framework_module("nemo_automodel._transformers.registry")
-    config_class = registry.resolve_custom_config_cls(str(config.get("model_type")))
+    model_type = config.get("model_type")
+    config_class = registry.resolve_custom_config_cls(str(model_type))
+    framework = framework_class_for(config)
+    if config_class is None and framework is not None and transformers_config_class(model_type) is None:
+        # The framework's loader makes this config with the checkpoint's code (trust_remote_code).
+        advice = custom_code_advice(config)
+        raise ModelBuildError(
+            f"nemo-automodel builds {framework.describe()} for {framework.architecture} from a config object that "
+            f"neither it nor transformers defines (model_type {model_type!r})" + (f": {advice}" if advice else ""))
     if config_class is None:
         return build_transformers_config(config)
     try:

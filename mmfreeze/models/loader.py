@@ -156,6 +156,8 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
     """Why transformers cannot build this checkpoint, and what would make it buildable."""
     import transformers
 
+    from mmfreeze.models.build import custom_code_advice
+
     model_type = config.get("model_type")
     architecture = (config.get("architectures") or ["(none)"])[0]
     what = (f"transformers {transformers.__version__} has no class for model_type {model_type!r} under {auto_class} "
@@ -164,14 +166,8 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
     if framework is not None:
         return (f"{what}; nemo-automodel builds its own {framework.describe()} for it. With nemo-automodel "
                 "installed (pip install --no-deps nemo-automodel), mmfreeze builds that class the framework's way")
-    if isinstance(config.get("auto_map"), Mapping):
-        code = ", ".join(f"{name} -> {value}" for name, value in config["auto_map"].items())
-        return (f"{what}, and nemo-automodel has no class for {architecture}: it is a custom-code checkpoint "
-                f"(config.json auto_map: {code}), and mmfreeze never runs a checkpoint's code. To snapshot it, put "
-                "a config.json in the repository's configs folder whose model_type and architectures name a class "
-                "transformers or nemo-automodel has (the checkpoint's port), or exclude the recipe "
-                "([tool.mmfreeze] exclude)")
-    return f"{what}, and nemo-automodel has no class for {architecture}"
+    advice = custom_code_advice(config)
+    return f"{what}, and nemo-automodel has no class for {architecture}" + (f": {advice}" if advice else "")
 
 
 def build_structure(

@@ -3,7 +3,8 @@ or refused with one message that says what would make it buildable.
 
 - A checkpoint transformers has no class for, behind a CausalLM target (MuseGlimmer): the class
   the framework's own ``_resolve_custom_model_cls_for_config`` picks, for that recipe alone.
-- A custom-code checkpoint with no framework class: one input error, naming the code it would need.
+- A custom-code checkpoint with no framework class, or a framework class whose config only the
+  checkpoint's code makes (Nemotron-Omni): one input error, naming the code and what is missing.
 - A composite (``Gemma4WithDrafter``): a section the framework would misread or reject is an input
   error (its frozen set against the framework's: ``tests/framework/test_composite.py``).
 """
@@ -34,6 +35,11 @@ CUSTOM_CODE_CONFIG = {
     "model_type": "team_omni", "architectures": ["TeamOmniForCausalLM"], "hidden_size": 64,
     "auto_map": {"AutoConfig": "configuration_team_omni.TeamOmniConfig",
                  "AutoModelForCausalLM": "modeling_team_omni.TeamOmniForCausalLM"},
+}
+NEMOTRON_OMNI_CONFIG = {
+    "model_type": "NemotronH_Nano_Omni_Reasoning_V3", "architectures": ["NemotronH_Nano_Omni_Reasoning_V3"],
+    "auto_map": {"AutoConfig": "configuration_nemotron_h.NemotronHOmniConfig",
+                 "AutoModel": "modeling.NemotronH_Nano_Omni_Reasoning_V3"},
 }
 RECIPE = """\
 model:
@@ -90,21 +96,40 @@ def test_without_the_framework_a_checkpoint_only_it_builds_is_an_error_naming_it
             "(nemo_automodel.components.models.muse_glimmer.model) for it. With nemo-automodel installed") in raised.value.message
 
 
-def test_a_custom_code_checkpoint_is_one_input_error_naming_what_would_make_it_buildable(tmp_path: Path) -> None:
-    folder = tmp_path / "configs" / "team-org" / "team-omni-7b"
+def explain_configs_folder_model(tmp_path: Path, model_id: str, config: dict[str, object], target: str) -> list[str]:
+    """``explain`` on a recipe whose model's config.json is in the repository's configs folder: the
+    one line it prints, after checking that it is an input error."""
+    folder = tmp_path / "configs" / model_id
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(CUSTOM_CODE_CONFIG), encoding="utf-8")
-    recipe = write_recipe(tmp_path, target="nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained",
-                          model_id="team-org/team-omni-7b")
-    code, lines = explain(recipe, "--configs", str(tmp_path / "configs"))
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, lines = explain(write_recipe(tmp_path, target=target, model_id=model_id), "--configs", str(tmp_path / "configs"))
     assert code == ExitCode.INPUT_ERROR
     assert len(lines) == 1, lines
+    return lines
+
+
+def test_a_custom_code_checkpoint_is_one_input_error_naming_what_would_make_it_buildable(tmp_path: Path) -> None:
+    lines = explain_configs_folder_model(tmp_path, "team-org/team-omni-7b", CUSTOM_CODE_CONFIG,
+                                         "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained")
     assert "has no class for model_type 'team_omni' under AutoModelForCausalLM" in lines[0]
     assert "nemo-automodel has no class for TeamOmniForCausalLM: it is a custom-code checkpoint" in lines[0]
     assert "AutoModelForCausalLM -> modeling_team_omni.TeamOmniForCausalLM" in lines[0]
     assert "mmfreeze never runs a checkpoint's code" in lines[0]
     assert "a config.json in the repository's configs folder whose model_type and architectures name a class" in lines[0]
     assert "or exclude the recipe ([tool.mmfreeze] exclude)" in lines[0]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nemo_automodel") is None, reason="nemo-automodel is not installed")
+def test_a_framework_class_whose_config_is_the_checkpoints_own_code_says_that_is_what_is_missing(tmp_path: Path) -> None:
+    """Nemotron-Omni: nemo-automodel has a class for the architecture, but its loader makes the config
+    with the checkpoint's own code (``AutoConfig.from_pretrained(..., trust_remote_code=True)``)."""
+    lines = explain_configs_folder_model(tmp_path, "nvidia/nemotron-omni", NEMOTRON_OMNI_CONFIG,
+                                         "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained")
+    assert ("model: nemo-automodel builds NemotronOmniForConditionalGeneration "
+            "(nemo_automodel.components.models.nemotron_omni.model) for NemotronH_Nano_Omni_Reasoning_V3 from a config "
+            "object that neither it nor transformers defines (model_type 'NemotronH_Nano_Omni_Reasoning_V3'): it is a "
+            "custom-code checkpoint (config.json auto_map: AutoConfig -> configuration_nemotron_h.NemotronHOmniConfig, "
+            "AutoModel -> modeling.NemotronH_Nano_Omni_Reasoning_V3), and mmfreeze never runs a checkpoint's code") in lines[0]
 
 
 @pytest.mark.parametrize(("edit", "key", "message"), [

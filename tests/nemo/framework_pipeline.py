@@ -43,13 +43,13 @@ def read_recipe(path: Path) -> Recipe:
 
 
 _MODELS: dict[tuple[Any, ...], Any] = {}
-"""Meta-built models by (model id, Auto class, build spec): each is built once per test run."""
+"""Meta-built models by (model id, Auto class, build spec, composite drafter): each is built once per test run."""
 
 
 def built_model(path: Path, builder: str) -> Any:
     """The recipe's model under ``builder``, built on meta once per run (never mutate it)."""
     request = model_request(read_recipe(path), choose_builder(builder))
-    key = (request.model_id.lower(), request.auto_class, request.build)
+    key = (request.model_id.lower(), request.auto_class, request.build, request.drafter)
     if key not in _MODELS:
         _MODELS[key] = build_requested_model(request, find_config(request))
     return _MODELS[key]
