@@ -19,6 +19,9 @@ class ExitCode(IntEnum):
     """A stored snapshot has no recipe any more."""
     REJECTED = 6
     """`explain --check`: setup validation rejects the recipe's distributed policy."""
+    VERSION_ONLY = 7
+    """Snapshots differ only in the release their header names (transformers, framework): no frozen
+    name, adapter or other field moved."""
 
 
 EXIT_CODE_HELP = "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)

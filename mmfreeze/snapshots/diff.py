@@ -22,6 +22,11 @@ class HeaderChange:
     new: object
 
 
+RELEASE_FIELDS = frozenset({"transformers", "framework"})
+"""Header fields that name a release, not a behaviour: the transformers release that built the
+module tree and the framework release whose rules applied."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecipeChange:
     """The behaviour change of one recipe: what is frozen now that was not, and the reverse; which
@@ -37,6 +42,14 @@ class RecipeChange:
     """Adapter tensors the recipe has now and its snapshot has not, grouped by the module they adapt."""
     adapters_removed: tuple[ModuleGroup, ...] = ()
     """Adapter tensors its snapshot has and the recipe has not any more (so they count 0 parameters)."""
+
+    @property
+    def version_only(self) -> bool:
+        """The header names another release (:data:`RELEASE_FIELDS`) and nothing else moved: no
+        frozen name, no adapter, no other header field."""
+        moved = self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
+        fields = {change.field for change in self.header_changes}
+        return bool(fields) and fields <= RELEASE_FIELDS and not moved
 
 
 def header_changes(old: Snapshot, new: Snapshot) -> tuple[HeaderChange, ...]:

@@ -236,7 +236,7 @@ class RecipeItem(pytest.Item):
         assertion == text  # noqa: B015  records the execution; the outcome is read from it below
         outcome = self._outcome(assertion.executions[0], computed)
         run.result.outcomes.append(outcome)
-        if outcome.status in ("changed", "missing"):
+        if outcome.status in ("changed", "version_only", "missing"):
             raise SnapshotMismatch(_failure_text(outcome))
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
@@ -257,6 +257,8 @@ class RecipeItem(pytest.Item):
             numel_of={info.name: info.numel for info in structure.parameters},
             group_of=grouper(structure),
         )
+        if status == "changed" and change.version_only:
+            status = "version_only"
         return self._build(status, change=change, nemo_automodel=native)
 
     def _input_error(self, error: MmfreezeError) -> str:

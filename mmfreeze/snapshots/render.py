@@ -17,7 +17,7 @@ from mmfreeze.snapshots.diff import RecipeChange
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 STATUS_TITLES = {
-    "changed": "changed", "updated": "accepted change", "missing": "missing snapshot",
+    "changed": "changed", "version_only": "version only", "updated": "accepted change", "missing": "missing snapshot",
     "written": "new snapshot written", "input_error": "input error", "passed": "unchanged",
 }
 

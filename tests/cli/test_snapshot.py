@@ -266,3 +266,30 @@ def test_a_cold_run_shows_a_line_per_model_built_only_when_asked_under_ci(corpus
     assert "built" not in quiet_ci.stderr
     # three recipes, one distinct model: one tick, with the model and the class it built
     assert asked.stderr.count("built ") == 1 and "(LlavaForConditionalGeneration) in " in asked.stderr and "[1/1]" in asked.stderr
+
+
+def test_a_snapshot_that_names_another_framework_release_and_nothing_else_is_version_only(corpus: Path) -> None:
+    """Issue 24, outcome 'version only': the same recipes snapshotted under the rules of 0.6, then
+    checked under 0.7's (a repository that moved its declared release), freeze the same tensors."""
+    settings = corpus / "pyproject.toml"
+    settings.write_text('[tool.mmfreeze]\nframework = "0.6"\n')
+    assert run(corpus, "recipes", "--update").returncode == ExitCode.OK
+    settings.write_text('[tool.mmfreeze]\nframework = "0.7"\n')
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.VERSION_ONLY, result.stdout + result.stderr
+    assert "recipes/vlm/a.yaml: version only (snapshots/recipes/vlm/a.yaml.frozen.txt)" in result.stdout
+    assert "  framework: nemo-automodel 0.6 -> nemo-automodel 0.7" in result.stdout
+    assert "newly" not in result.stdout
+    assert "3 version only" in result.stderr
+
+
+def test_a_release_change_beside_a_real_change_is_changed(corpus: Path) -> None:
+    settings = corpus / "pyproject.toml"
+    settings.write_text('[tool.mmfreeze]\nframework = "0.6"\n')
+    assert run(corpus, "recipes", "--update").returncode == ExitCode.OK
+    settings.write_text('[tool.mmfreeze]\nframework = "0.7"\n')
+    write_recipe(corpus / "recipes" / "vlm" / "a.yaml", language=False)
+    result = run(corpus, "recipes", "--check")
+    assert result.returncode == ExitCode.CHANGED, result.stdout + result.stderr
+    assert "recipes/vlm/a.yaml: changed" in result.stdout
+    assert "recipes/vlm/b.yaml: version only" in result.stdout

@@ -67,3 +67,20 @@ def test_a_removed_adapter_that_was_frozen_is_listed_as_removed_and_not_as_newly
     change = diff_snapshots(old, new, numel_of={}, group_of=prefix_group)
     assert change.newly_trainable == ()
     assert [(g.label, g.names) for g in change.adapters_removed] == [("v", (frozen_adapter,))]
+
+
+@pytest.mark.parametrize(("header", "frozen", "adapters", "version_only"), [
+    ({"transformers": "5.18.0"}, {"a.w"}, set(), True),
+    ({"transformers": "5.18.0", "framework": "nemo-automodel 0.6"}, {"a.w"}, set(), True),
+    ({}, {"a.w"}, set(), False),  # nothing moved at all
+    ({"transformers": "5.18.0"}, {"b.w"}, set(), False),  # a frozen name moved
+    ({"transformers": "5.18.0"}, {"a.w"}, {"q.lora_A.weight"}, False),  # an adapter was added
+    ({"transformers": "5.18.0", "model_id": "org/other"}, {"a.w"}, set(), False),  # another header field
+])
+def test_a_change_is_version_only_when_only_release_fields_of_the_header_moved(
+    header: dict[str, str], frozen: set[str], adapters: set[str], version_only: bool
+) -> None:
+    old = snapshot_of(HEADER, frozenset({"a.w"}))
+    new = snapshot_of(replace(HEADER, **header), frozenset(frozen), frozenset(adapters) if adapters else None)
+    change = diff_snapshots(old, new, numel_of={}, group_of=prefix_group)
+    assert change.version_only is version_only
