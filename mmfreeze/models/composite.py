@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.exceptions import ModelBuildError, first_line
+from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError, first_line
 from mmfreeze.models.structure import ModelStructure, ParameterInfo, StructurePart, structure_of
 from mmfreeze.recipes.composite import DrafterSection
+from mmfreeze.versions import installed_version
 
 if TYPE_CHECKING:
     from torch import nn
@@ -35,6 +36,16 @@ class DrafterBuild:
 
     section: DrafterSection
     config: Mapping[str, Any]
+
+
+def require_framework(*, source: str) -> None:
+    """A composite is the framework's own class: without it installed, say so before building its parts."""
+    from mmfreeze.models.framework import FRAMEWORK_DISTRIBUTION
+
+    if installed_version(FRAMEWORK_DISTRIBUTION) == "missing":
+        raise EnvironmentBuildError(f"Gemma4WithDrafter is {FRAMEWORK_DISTRIBUTION}'s own class, and mmfreeze builds "
+                                    f"it with it: install it (pip install --no-deps {FRAMEWORK_DISTRIBUTION})",
+                                    source=source, key="model._target_")
 
 
 def build_composite(base: LiveModel, drafter: LiveModel, section: DrafterSection, *, source: str) -> nn.Module:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.exceptions import ModelBuildError
+from mmfreeze.exceptions import MissingModelConfigError, ModelBuildError
 from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
@@ -82,8 +82,12 @@ def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> Draft
 
     if request.drafter is None:
         return None
-    found = find_model_config(request.drafter.model_id, recipe_dir=request.recipe_dir, configs_dir=request.configs_dir,
-                              allow_network=allow_network, source=request.source)
+    try:
+        found = find_model_config(request.drafter.model_id, recipe_dir=request.recipe_dir,
+                                  configs_dir=request.configs_dir, allow_network=allow_network, source=request.source)
+    except MissingModelConfigError as error:  # the message is the id's; the key is the drafter's
+        raise MissingModelConfigError(error.message, model_id=error.model_id, source=error.source,
+                                      key="model.drafter_path") from error
     return DrafterBuild(section=request.drafter, config=found.config)
 
 
@@ -135,6 +139,9 @@ def _composite_parts(
     config: Mapping[str, Any], auto_class: str, drafter: DrafterBuild, *, source: str, build: BuildSpec
 ) -> tuple[LiveModel, LiveModel]:
     """A composite's base and drafter, each built as the framework loads it alone."""
+    from mmfreeze.models.composite import require_framework
+
+    require_framework(source=source)  # before two builds that could not be used
     base = build_live(config, auto_class, source=source, build=build)
     return base, build_live(drafter.config, DRAFTER_AUTO_CLASS, source=source, build=build)
 

@@ -74,3 +74,28 @@ def test_parts_the_composite_rejects_are_an_input_error_naming_the_drafter(tmp_p
         "nemo-automodel's Gemma4WithDrafter rejects these parts (google/gemma-4-E2B-it-assistant as the drafter): "
         "ValueError: share_embedding_with_base=True but base embed_tokens shape (262144, 1536) != drafter "
         "embed_tokens shape (262144, 2304). The two models must share a vocabulary.")
+
+
+def test_without_the_framework_a_composite_is_an_environment_error_before_any_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mock: nemo-automodel cannot be uninstalled from the environment under test."""
+    from mmfreeze.exceptions import EnvironmentBuildError
+    from mmfreeze.models import composite
+
+    monkeypatch.setattr(composite, "installed_version", lambda name: "missing")
+    recipe = load_recipe(write_recipe(tmp_path, {}, SECTIONS["legacy flags"]))
+    with pytest.raises(EnvironmentBuildError) as raised:
+        load_structure(model_request(recipe, choose_builder()), StructureCache(tmp_path / "cache"))
+    assert (raised.value.source, raised.value.key) == (recipe.display_path, "model._target_")
+    assert raised.value.message == ("Gemma4WithDrafter is nemo-automodel's own class, and mmfreeze builds it with it: "
+                                    "install it (pip install --no-deps nemo-automodel)")
+
+
+def test_a_drafter_without_a_config_names_the_drafter_key(tmp_path: Path) -> None:
+    from mmfreeze.exceptions import MissingModelConfigError
+
+    recipe = load_recipe(write_recipe(tmp_path, {"drafter_path": "google/gemma-4-E9B-it-assistant"}, {}))
+    with pytest.raises(MissingModelConfigError) as raised:
+        load_structure(model_request(recipe, choose_builder()), StructureCache(tmp_path / "cache"))
+    assert (raised.value.key, raised.value.model_id) == ("model.drafter_path", "google/gemma-4-E9B-it-assistant")
