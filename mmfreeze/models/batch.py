@@ -24,10 +24,9 @@ from typing import Any
 
 from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.config_sources import ModelConfigSource
 from mmfreeze.models.framework import BuildSpec
 from mmfreeze.models.composite import DrafterBuild
-from mmfreeze.models.loader import ModelRequest, build_structure, find_drafter, structure_source
+from mmfreeze.models.loader import ModelRequest, StructureSource, build_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 
 WORKER_DIED = (
@@ -52,10 +51,8 @@ class BuildTick:
 
 @dataclass(frozen=True)
 class _Pending:
-    key: str
     request: ModelRequest
-    source: ModelConfigSource
-    drafter: DrafterBuild | None
+    source: StructureSource
 
 
 def default_workers() -> int:
@@ -91,13 +88,13 @@ def build_missing(
     users: dict[str, list[ModelRequest]] = {}
     for request in requests:
         try:
-            source, key = structure_source(request, allow_network=allow_network)
+            source = structure_source(request, allow_network=allow_network)
         except MmfreezeError as error:
             errors[request] = error
             continue
-        if not cache.has(key):
-            pending.setdefault(key, _Pending(key, request, source, find_drafter(request, allow_network=allow_network)))
-            users.setdefault(key, []).append(request)
+        if not cache.has(source.key):
+            pending.setdefault(source.key, _Pending(request, source))
+            users.setdefault(source.key, []).append(request)
             if workers > 1:
                 _forkserver()  # starts importing torch now, while the remaining requests are read
     for done, (key, outcome, seconds) in enumerate(_build_all(list(pending.values()), workers), start=1):
@@ -126,7 +123,8 @@ Built = tuple[str, ModelStructure | MmfreezeError, float]
 def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
-    jobs = [(p.key, p.source.config, p.request.auto_class, p.request.source, p.request.build, p.drafter) for p in pending]
+    jobs = [(p.source.key, p.source.config.config, p.request.auto_class, p.request.source, p.request.build,
+             p.source.drafter) for p in pending]
     if workers <= 1:
         yield from (_decode(_build_job(job)) for job in jobs)
         return

@@ -65,15 +65,25 @@ def find_config(request: ModelRequest, *, allow_network: bool = False) -> ModelC
     )
 
 
-def structure_source(request: ModelRequest, *, allow_network: bool = False) -> tuple[ModelConfigSource, str]:
-    """The requested model's config and the cache key of the structure built from it (a
-    composite's key covers its drafter's config and constructor arguments too)."""
+@dataclass(frozen=True, kw_only=True)
+class StructureSource:
+    """What a requested structure is built from, found once: its config (a composite's base's),
+    a composite's drafter with its config, and the cache key of the structure."""
+
+    config: ModelConfigSource
+    drafter: DrafterBuild | None
+    key: str
+    """Covers a composite's drafter config and constructor arguments too."""
+
+
+def structure_source(request: ModelRequest, *, allow_network: bool = False) -> StructureSource:
+    """The requested model's configs and the cache key of the structure built from them."""
     source = find_config(request, allow_network=allow_network)
     drafter = find_drafter(request, allow_network=allow_network)
-    if drafter is None:
-        return source, structure_key(source.config, request.auto_class, request.build)
-    material = {"base": source.config, "drafter": drafter.config, "composite": drafter.section.arguments()}
-    return source, structure_key(material, request.auto_class, request.build)
+    material: Mapping[str, Any] = source.config if drafter is None else {
+        "base": source.config, "drafter": drafter.config, "composite": drafter.section.arguments()}
+    return StructureSource(config=source, drafter=drafter,
+                           key=structure_key(material, request.auto_class, request.build))
 
 
 def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> DrafterBuild | None:
@@ -191,10 +201,10 @@ def build_structure(
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
     """The requested model's structure, from the cache when its key is known, else built once."""
-    source, key = structure_source(request, allow_network=allow_network)
-    structure = cache.get(key)
+    found = structure_source(request, allow_network=allow_network)
+    structure = cache.get(found.key)
     if structure is None:
-        structure = build_structure(source.config, request.auto_class, source=request.source, build=request.build,
-                                    drafter=find_drafter(request, allow_network=allow_network))
-        cache.put(key, structure)
-    return LoadedStructure(request=request, source=source, structure=structure, key=key)
+        structure = build_structure(found.config.config, request.auto_class, source=request.source,
+                                    build=request.build, drafter=found.drafter)
+        cache.put(found.key, structure)
+    return LoadedStructure(request=request, source=found.config, structure=structure, key=found.key)

@@ -71,7 +71,7 @@ class LoadingOptions:
         return self.recipes[path]
 
     def structure_key(self, recipe: Recipe) -> str:
-        return structure_source(self.request(recipe), allow_network=self.allow_network)[1]
+        return structure_source(self.request(recipe), allow_network=self.allow_network).key
 
     def frozen_set_key(self, recipe: Recipe) -> str:
         return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint(), recipe.framework.release)
