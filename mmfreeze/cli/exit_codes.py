@@ -22,6 +22,9 @@ class ExitCode(IntEnum):
     VERSION_ONLY = 7
     """Snapshots differ only in the release their header names (transformers, framework): no frozen
     name, adapter or other field moved."""
+    RENAMED = 8
+    """Snapshots differ in the release their header names, and that release's module tree renamed
+    some tensors (through transformers' conversion mapping); every tensor is as trainable as before."""
 
 
 EXIT_CODE_HELP = "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)

@@ -39,7 +39,7 @@ EPILOG = (
     "whatever the working directory. "
     "Without --update or --check, new recipes get their snapshot written and changes fail "
     "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
-    "input error, changed, version only, missing, orphaned. " + EXIT_CODE_HELP
+    "input error, changed, renamed, version only, missing, orphaned. " + EXIT_CODE_HELP
 )
 
 
@@ -56,11 +56,13 @@ def pick_mode(update: bool, check: bool) -> Mode:
 
 
 def exit_code_for(result: SnapshotRunResult) -> ExitCode:
-    """The first that applies: input error, changed, version only, missing, orphaned; else OK."""
+    """The first that applies: input error, changed, renamed, version only, missing, orphaned; else OK."""
     if result.with_status("input_error"):
         return ExitCode.INPUT_ERROR
     if result.with_status("changed"):
         return ExitCode.CHANGED
+    if result.with_status("renamed"):
+        return ExitCode.RENAMED
     if result.with_status("version_only"):
         return ExitCode.VERSION_ONLY
     if result.with_status("missing"):
@@ -128,7 +130,7 @@ def snapshot(
 def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
     """transformers release -> how many changed snapshots name it where the installed one differs."""
     return Counter(
-        str(header.old) for outcome in result.with_status("changed", "version_only") if outcome.change is not None
+        str(header.old) for outcome in result.with_status("changed", "renamed", "version_only") if outcome.change is not None
         for header in outcome.change.header_changes if header.field == "transformers"
     )
 
@@ -167,10 +169,10 @@ def _emit(text: str, report_format: str, report_file: Path | None) -> None:
 
 def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
     counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in
-              ("passed", "changed", "version_only", "missing", "written", "updated", "input_error")]
+              ("passed", "changed", "renamed", "version_only", "missing", "written", "updated", "input_error")]
     orphaned = sum(not orphan.deleted for orphan in result.orphans)
     deleted = len(result.orphans) - orphaned
     counts += [f"{orphaned} orphaned", f"{deleted} deleted"]
     err.print(f"[bold]snapshots[/] ({escape(mode)}): " + ", ".join(c for c in counts if not c.startswith("0 ")))
-    if result.with_status("changed", "version_only", "missing") or orphaned:
+    if result.with_status("changed", "renamed", "version_only", "missing") or orphaned:
         err.print("review the report, then accept with `mmfreeze snapshot --update PATHS`", markup=False)

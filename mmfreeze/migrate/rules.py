@@ -1,6 +1,7 @@
 """Every rewrite rule: a stable id, a name, one line of description. The same ids appear in reports.
 
-Order is the order rules run in a file. YAML: MF001 rewrites `freeze_config`; MF002 runs before
+Order is the order rules run in a file. YAML: MF004 runs first, so that MF001 plans on selectors
+that name the installed release's modules; MF001 rewrites `freeze_config`; MF002 runs before
 MF003 because both write into `distributed.multimodal` and MF003 then finds the block MF002
 created. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
 runs before MF102 (`freeze_config=` keywords, legacy key reads) so that a call both could claim is
@@ -29,13 +30,16 @@ MF002 = Rule(id="MF002", name="frozen-multimodal-sharding",
              description="YAML `distributed.frozen_multimodal_sharding` -> `distributed.multimodal.frozen_sharding`")
 MF003 = Rule(id="MF003", name="cp-vision-frame-sharding",
              description="YAML `distributed.cp_vision_frame_sharding` -> `distributed.multimodal.vision.frame_sharding`")
+MF004 = Rule(id="MF004", name="release-renames",
+             description="YAML `freeze_config` selectors that match no module of the installed transformers "
+                         "release, moved through its conversion mapping onto the paths it renamed them to")
 MF101 = Rule(id="MF101", name="python-apply-parameter-freezing",
              description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`, "
                          "only when bound to models and proven on each")
 MF102 = Rule(id="MF102", name="python-freeze-config-kwarg",
              description="Python `freeze_config=` on other callees and reads of legacy keys: reported, never rewritten")
 
-RULES: tuple[Rule, ...] = (MF001, MF002, MF003, MF101, MF102)
+RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF101, MF102)
 
 
 def resolve_disabled(values: Iterable[str]) -> frozenset[str]:

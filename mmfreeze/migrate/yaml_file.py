@@ -8,7 +8,7 @@ either rewritten correctly or reported and left alone.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,8 @@ from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.report import FileResult
-from mmfreeze.migrate.rules import MF001, MF002, MF003
+from mmfreeze.migrate.release_renames import SELECTOR_LISTS, SelectorMove, apply_moves, moved_selectors, prove_moves
+from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
@@ -35,6 +36,7 @@ from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.resolver.overrides import override_specs
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
 _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
@@ -50,31 +52,58 @@ def migrate_yaml(
         document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        migration, targets = _plan(path, document, mode, disabled, structure_of, allowed_targets, framework, where)
-        new_text, rules = _apply_rules(text, YamlContext(source=display, migration=migration), disabled)
-        _verify(document, new_text, migration, rules, source=display)
+        plan = _plan(path, document, mode, disabled, structure_of, allowed_targets, framework, where)
+        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves)
+        new_text, rules = _apply_rules(text, context, disabled)
+        _verify(document, new_text, plan, rules, source=display)
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
-    result = _result(display, text, new_text, rules, document, migration, targets)
+    result = _result(display, text, new_text, rules, document, plan)
     if not result.changed:
         return result
     return replace(result, nemo_automodel=native_support(YAML(typ="safe", pure=True).load(new_text)).verdict)
 
 
+@dataclass(frozen=True)
+class SectionPlan:
+    """What the `freeze_config` rules write: MF004's selector moves, then MF001's new section, and
+    the trained model MF001 planned on."""
+
+    moves: tuple[SelectorMove, ...] = ()
+    migration: SectionMigration | None = None
+    targets: FreezeTargets | None = None
+
+    def section(self, original: Any) -> Any:
+        """The section the rewritten file must hold."""
+        if self.migration is not None:
+            return self.migration.section
+        return apply_moves(original, self.moves) if self.moves else original
+
+
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
     structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules, where: str,
-) -> tuple[SectionMigration | None, FreezeTargets | None]:
-    """The new section for a legacy, 0.7-selector or mixed `freeze_config` (``None`` for any other),
-    and the trained model it was planned on."""
+) -> SectionPlan:
+    """MF004's moves for selectors written for another transformers release (proven), and MF001's
+    new section for a legacy, 0.7-selector or mixed `freeze_config` (planned on the moved selectors)."""
     section = document.get("freeze_config")
-    if MF001.id in disabled or check_migratable(section, source=where) not in ("legacy", "selectors"):
-        return None, None
+    vocabulary_change = MF001.id not in disabled and check_migratable(section, source=where) in ("legacy", "selectors")
+    may_move = MF004.id not in disabled and isinstance(section, Mapping) and any(k in section for k in SELECTOR_LISTS)
+    if not (vocabulary_change or may_move):
+        return SectionPlan()
     recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
-    trained = recipe_trained_model(recipe, structure_of(model_request(recipe, choose_builder("transformers"))))
+    built = structure_of(model_request(recipe, choose_builder("transformers")))
+    trained = recipe_trained_model(recipe, built)
+    moves = moved_selectors(section, trained.structure) if may_move else ()
+    if moves:
+        section = apply_moves(section, moves)
+        prove_moves(document["freeze_config"], section, built, document, source=where,
+                    override_specs=override_specs(recipe.module_overrides), rules=framework)
+    if not vocabulary_change:
+        return SectionPlan(moves=moves)
     planner = preserve_section if mode == "preserve" else intent_section
-    return (planner(trained.structure, section, trained.inventory, source=where, rules=framework),
-            FreezeTargets(structure=trained.structure, inventory=trained.inventory))
+    return SectionPlan(moves, planner(trained.structure, section, trained.inventory, source=where, rules=framework),
+                       FreezeTargets(structure=trained.structure, inventory=trained.inventory))
 
 
 def _section_line(text: str, *, display: str) -> str:
@@ -97,12 +126,10 @@ def _apply_rules(text: str, context: YamlContext, disabled: Collection[str]) -> 
     return text, rules
 
 
-def _verify(
-    document: Mapping[str, Any], new_text: str, migration: SectionMigration | None, rules: list[str], *, source: str
-) -> None:
+def _verify(document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules: list[str], *, source: str) -> None:
     expected = copy.deepcopy(dict(document))
-    if migration is not None:
-        expected["freeze_config"] = migration.section
+    if "freeze_config" in expected:
+        expected["freeze_config"] = plan.section(expected["freeze_config"])
     for rule in rules:
         if rule in _MOVES:
             legacy = _MOVES[rule]
@@ -118,19 +145,22 @@ def _verify(
 
 
 def _result(
-    display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any],
-    migration: SectionMigration | None, targets: FreezeTargets | None,
+    display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
 ) -> FileResult:
+    moved = tuple(move.describe() for move in plan.moves if MF004.id in rules)
+    migration, targets = plan.migration, plan.targets
     if migration is None or targets is None:
         status = "already-migrated" if document.get("freeze_config") is not None else "no-freeze-config"
-        return FileResult(display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules))
+        return FileResult(display=display, old_text=text, new_text=new_text, status="preserved" if moved else status,
+                          rules=tuple(rules), notes=moved)
     section = migration
     if section.module_reasons:
         status = "needs-escape-hatch"
     else:
         status = "preserved" if section.preserved else "changed"
     return FileResult(
-        display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules), notes=section.notes,
+        display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules),
+        notes=(*moved, *section.notes),
         newly_frozen=group_parameters(section.newly_frozen, targets),
         newly_trainable=group_parameters(section.newly_trainable, targets),
     )

@@ -131,7 +131,11 @@ class LiveModel:
     built_by: str = ""
 
     def structure(self) -> ModelStructure:
-        return replace(structure_of(self.model), build_note=self.build_note, built_by=self.built_by)
+        """Its structure, with the checkpoint renames a snapshot records (only built models need them)."""
+        from mmfreeze.models.conversion import checkpoint_renames
+
+        return replace(structure_of(self.model), build_note=self.build_note, built_by=self.built_by,
+                       checkpoint_renames=checkpoint_renames(self.model))
 
 
 def build_live(config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec) -> LiveModel:

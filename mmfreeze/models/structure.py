@@ -18,15 +18,17 @@ invariant freezes read (:class:`ConfigFacts`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+from mmfreeze.models.renames import RenameRule, Renames
+
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 4
+STRUCTURE_FORMAT_VERSION = 5
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -106,6 +108,9 @@ class ModelStructure:
     ``requires_grad`` is then each part's as built, before the composite's constructor ran."""
     composite_frozen: frozenset[str] = frozenset()
     """The parameters the composite's constructor froze (on top of its parts' own rules)."""
+    checkpoint_renames: Renames = Renames()
+    """How the checkpoint's names become this model's under the transformers release that built it
+    (:mod:`mmfreeze.models.conversion`); none for the framework's classes and composites."""
 
     def part(self, part: StructurePart) -> ModelStructure:
         """``part`` as a model of its own: its names without the prefix, its own config facts."""
@@ -131,6 +136,23 @@ class ModelStructure:
             root_attributes=dict(part.root_attributes),
         )
 
+    def with_checkpoint_names(self) -> ModelStructure:
+        """This model with every module and parameter under its checkpoint name
+        (:attr:`checkpoint_renames` reversed): the module tree another release builds where it
+        does not rename, on which a selector written for that release means what it meant."""
+        name = self.checkpoint_renames.to_checkpoint
+        return replace(
+            self,
+            modules={name(path): kind for path, kind in self.modules.items()},
+            module_aliases={name(path): name(target) for path, target in self.module_aliases.items()},
+            parameters=tuple(replace(info, name=name(info.name), aliases=tuple(map(name, info.aliases)))
+                             for info in self.parameters),
+            root_attributes={attribute: name(path) for attribute, path in self.root_attributes.items()},
+            linear_modules=frozenset(map(name, self.linear_modules)),
+            composite_frozen=frozenset(map(name, self.composite_frozen)),
+            checkpoint_renames=Renames(),
+        )
+
     @cached_property
     def parameters_by_name(self) -> Mapping[str, ParameterInfo]:
         """Every name (canonical or alias) -> its parameter."""
@@ -154,6 +176,7 @@ class ModelStructure:
             "built_by": self.built_by,
             "parts": [asdict(part) for part in self.parts],
             "composite_frozen": sorted(self.composite_frozen),
+            "checkpoint_renames": list(self.checkpoint_renames.lines()),
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -177,6 +200,7 @@ class ModelStructure:
             parts=tuple(StructurePart(**{**part, "config_facts": ConfigFacts(**part["config_facts"])})
                         for part in data["parts"]),
             composite_frozen=frozenset(data["composite_frozen"]),
+            checkpoint_renames=Renames(tuple(RenameRule.parse(line) for line in data["checkpoint_renames"])),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]

@@ -3,14 +3,21 @@
 Pure: report dataclasses in, report dataclasses out. Names are compared with plain sets (deepdiff
 on 1e5 strings takes seconds and its ``pretty()`` drops the container of set items); deepdiff
 compares the header, where a field-by-field account is what a reviewer wants.
+
+The stored names are first mapped onto the current model's through the checkpoint renames both
+snapshots record (:class:`ReleaseNames`): a snapshot made under transformers 5.18 names the Qwen-Omni
+vision tower ``thinker.visual``, one made under 5.24 ``thinker.model.visual``, and both releases load
+the same checkpoint names. A tensor whose trainability is the same under its new name is renamed,
+not changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 
 from mmfreeze.models.lora import ADAPTER_MARK
+from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.resolver.labels import ModuleGroup, group_names
 from mmfreeze.snapshots.format import Snapshot
 
@@ -28,6 +35,83 @@ module tree and the framework release whose rules applied."""
 
 
 @dataclass(frozen=True, kw_only=True)
+class RenameGroup:
+    """Tensors stored under ``stored`` and named ``current`` now, and the mapping that says so."""
+
+    stored: str
+    current: str
+    tensors: int
+    mapping: str
+    """``transformers 5.24.0 conversion mapping recorded in the snapshot, reversed``, ..."""
+
+    def describe(self) -> str:
+        return f"{self.stored} -> {self.current}: {self.tensors:,} tensors ({self.mapping})"
+
+
+@dataclass(frozen=True)
+class ReleaseNames:
+    """Stored names <-> current names, through the checkpoint names both releases load."""
+
+    stored: Renames
+    stored_release: str
+    current: Renames
+    current_release: str
+
+    def to_current(self, name: str) -> str:
+        if _kept(name, self.current, self.stored):
+            return name
+        return self.current.to_model(self.stored.to_checkpoint(name))
+
+    def to_stored(self, name: str) -> str:
+        if _kept(name, self.stored, self.current):
+            return name
+        return self.stored.to_model(self.current.to_checkpoint(name))
+
+    def renamed(self, current_names: Iterable[str]) -> tuple[RenameGroup, ...]:
+        """The current names whose stored name differs, grouped by the rules that moved them."""
+        groups: dict[tuple[RenameRule | None, RenameRule | None], int] = {}
+        for name in current_names:
+            if self.to_stored(name) != name:
+                checkpoint = self.current.to_checkpoint(name)
+                key = (self.stored.rule_from_checkpoint(checkpoint), self.current.rule_from_model(name))
+                groups[key] = groups.get(key, 0) + 1
+        return tuple(sorted((self._group(*rules, count) for rules, count in groups.items()),
+                            key=lambda group: group.stored))
+
+    def _group(self, stored: RenameRule | None, current: RenameRule | None, tensors: int) -> RenameGroup:
+        mappings = []
+        if stored is not None:
+            mappings.append(f"transformers {self.stored_release} conversion mapping recorded in the snapshot, reversed")
+        if current is not None:
+            mappings.append(f"transformers {self.current_release} conversion mapping")
+        return RenameGroup(
+            stored=_pattern(stored, "model") if stored is not None else _pattern(current, "checkpoint"),
+            current=_pattern(current, "model") if current is not None else _pattern(stored, "checkpoint"),
+            tensors=tensors, mapping=" then ".join(mappings),
+        )
+
+
+def _kept(name: str, other: Renames, own: Renames) -> bool:
+    """Whether the release of ``other`` names a tensor ``name`` as the release of ``own`` does: its
+    renames make that name, or neither release renames it.
+
+    Asked before going through the checkpoint, because a release's renames reversed give one of the
+    checkpoint names it loads, not the only one: 5.18 saves Qwen2-Audio's language model as
+    ``language_model.model.model.*``, 5.24 as ``language_model.model.*``, and both load either as
+    ``model.language_model.*``.
+    """
+    if other.rule_from_model(name) is not None:
+        return True
+    return own.rule_from_model(name) is None and other.rule_from_checkpoint(name) is None
+
+
+def _pattern(rule: RenameRule | None, side: str) -> str:
+    """One side of a rule as a reviewer reads it: ``thinker.visual.*``, or a whole name."""
+    assert rule is not None  # the caller picks a side that has a rule
+    return getattr(rule, side) + (".*" if rule.prefix else "")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecipeChange:
     """The behaviour change of one recipe: what is frozen now that was not, and the reverse; which
     LoRA adapters it adds now that it did not, and the reverse."""
@@ -36,20 +120,40 @@ class RecipeChange:
     header_changes: tuple[HeaderChange, ...]
     newly_frozen: tuple[ModuleGroup, ...]
     newly_trainable: tuple[ModuleGroup, ...]
-    """Stored as frozen, not frozen any more (trainable now, or gone from the model; a removed
-    adapter is in ``adapters_removed`` only)."""
+    """Stored as frozen, trainable now."""
     adapters_added: tuple[ModuleGroup, ...] = ()
     """Adapter tensors the recipe has now and its snapshot has not, grouped by the module they adapt."""
     adapters_removed: tuple[ModuleGroup, ...] = ()
     """Adapter tensors its snapshot has and the recipe has not any more (so they count 0 parameters)."""
+    unmapped: tuple[ModuleGroup, ...] = ()
+    """Stored frozen names that name no tensor of the current model, directly or through a rename
+    (a removed layer, or a move neither release's mapping knows); they count 0 parameters."""
+    renamed: tuple[RenameGroup, ...] = ()
+    """The current model's tensors whose stored name differs, by the mapping that renamed them."""
+    stored_names: Mapping[str, str] = field(default_factory=dict)
+    """Current name -> stored name, for the renamed tensors among the changes above (shown beside them)."""
+
+    @property
+    def moved(self) -> bool:
+        """Whether any stored name's trainability, or any adapter, differs (after renames)."""
+        return bool(self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
+                    or self.unmapped)
 
     @property
     def version_only(self) -> bool:
         """The header names another release (:data:`RELEASE_FIELDS`) and nothing else moved: no
-        frozen name, no adapter, no other header field."""
-        moved = self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
+        frozen name, no adapter, no other header field, and no name renamed."""
+        return self._release_only and not self.renamed
+
+    @property
+    def renamed_only(self) -> bool:
+        """Like :attr:`version_only`, but some tensors have another name now, each as trainable as before."""
+        return self._release_only and bool(self.renamed)
+
+    @property
+    def _release_only(self) -> bool:
         fields = {change.field for change in self.header_changes}
-        return bool(fields) and fields <= RELEASE_FIELDS and not moved
+        return bool(fields) and fields <= RELEASE_FIELDS and not self.moved
 
 
 def header_changes(old: Snapshot, new: Snapshot) -> tuple[HeaderChange, ...]:
@@ -76,16 +180,28 @@ def adapted_weight(name: str) -> str:
 def diff_snapshots(
     old: Snapshot, new: Snapshot, *, numel_of: Mapping[str, int], group_of: Callable[[str], str]
 ) -> RecipeChange:
+    names = ReleaseNames(old.renames, old.header.transformers, new.renames, new.header.transformers)
+    old_adapters = {names.to_current(name) for name in old.adapters}
+    removed = old_adapters - new.adapters
+    current_of = {name: names.to_current(name) for name in old.frozen}
+    gone = {stored for stored, name in current_of.items()
+            if name not in numel_of and name not in new.frozen and name not in removed}
+    old_frozen = {name for stored, name in current_of.items() if stored not in gone}
+    newly_frozen = new.frozen - old_frozen
+    newly_trainable = old_frozen - new.frozen - removed
+
     def adapter_group(name: str) -> str:
         return group_of(adapted_weight(name))
 
-    removed = old.adapters - new.adapters
+    moved = newly_frozen | newly_trainable | removed | (new.adapters - old_adapters)
     return RecipeChange(
         recipe=new.header.recipe,
         header_changes=header_changes(old, new),
-        newly_frozen=group_names(new.frozen - old.frozen, numel_of=numel_of, group_of=group_of),
-        # A frozen adapter that was removed is gone, not trainable: it is listed once, as removed.
-        newly_trainable=group_names(old.frozen - new.frozen - removed, numel_of=numel_of, group_of=group_of),
-        adapters_added=group_names(new.adapters - old.adapters, numel_of=numel_of, group_of=adapter_group),
+        newly_frozen=group_names(newly_frozen, numel_of=numel_of, group_of=group_of),
+        newly_trainable=group_names(newly_trainable, numel_of=numel_of, group_of=group_of),
+        adapters_added=group_names(new.adapters - old_adapters, numel_of=numel_of, group_of=adapter_group),
         adapters_removed=group_names(removed, numel_of=numel_of, group_of=adapter_group),
+        unmapped=group_names(gone, numel_of=numel_of, group_of=group_of),
+        renamed=names.renamed(numel_of),
+        stored_names={name: stored for name in moved if (stored := names.to_stored(name)) != name},
     )

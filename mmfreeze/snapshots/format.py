@@ -1,5 +1,6 @@
 """The snapshot file: a short stable header, the frozen parameter names, then, for a recipe with
-`peft:`, its LoRA adapter names (pure text <-> data).
+`peft:`, its LoRA adapter names, then, for a model whose names are not its checkpoint's, the
+checkpoint renames of the transformers release that built it (pure text <-> data).
 
 Example::
 
@@ -23,6 +24,9 @@ Example::
     --- lora adapters
     model.language_model.layers.{0..27}.self_attn.k_proj.lora_A.weight
     ...
+    --- checkpoint renames
+    model.* -> model.language_model.*
+    visual.* -> model.visual.*
 
 Adapters train unless `freeze_config` freezes them, so the frozen names alone would show an added
 ``exclude_modules`` entry only as smaller trainable counts; the adapter names let a report say
@@ -44,7 +48,14 @@ built the model of an architecture the framework builds itself, a ``divergence``
 
 Why the builder was chosen (``auto``: is the framework installed, with its transformers?) is not
 stored: a snapshot is the same on a machine without the framework as in the main environment.
-Format 3 added ``builder`` and ``divergence``; format 4 added the ``--- lora adapters`` section.
+The checkpoint renames are what transformers' conversion mapping does to this model's names when
+it loads the checkpoint (:mod:`mmfreeze.models.renames`). They are stored because the names change
+between releases (5.24 moved the Qwen-Omni thinker's towers under ``model``) and a snapshot is
+compared under another release, which may not know this one's mapping: the comparison maps the
+stored names through them onto the current model's (:mod:`mmfreeze.snapshots.diff`).
+
+Format 3 added ``builder`` and ``divergence``; format 4 the ``--- lora adapters`` section; format 5
+the ``--- checkpoint renames`` section.
 """
 
 from __future__ import annotations
@@ -54,13 +65,18 @@ from functools import cached_property
 from typing import Any
 
 from mmfreeze.exceptions import SnapshotError
+from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
 SEPARATOR = "---"
 ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
 """The line after the frozen names that starts the LoRA adapter names."""
+RENAMES_SECTION = f"{SEPARATOR} checkpoint renames"
+"""The line that starts the checkpoint renames, after every name."""
+SECTIONS = (ADAPTERS_SECTION, RENAMES_SECTION)
+"""The body's sections after the frozen names, in the order they are written."""
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -100,6 +116,8 @@ class Snapshot:
     """The frozen names as the file stores them: sorted and range-compressed (see ``compress``)."""
     adapter_lines: tuple[str, ...] | None = None
     """The LoRA adapter names of a recipe with `peft:`, stored as ``lines`` are; ``None``: no `peft:`."""
+    renames: Renames = Renames()
+    """How the checkpoint's names became the stored ones (none: they are the checkpoint's)."""
 
     @cached_property
     def frozen(self) -> frozenset[str]:
@@ -132,6 +150,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
     lines += snapshot.lines
     if snapshot.adapter_lines is not None:
         lines += [ADAPTERS_SECTION, *snapshot.adapter_lines]
+    if snapshot.renames.rules:
+        lines += [RENAMES_SECTION, *snapshot.renames.lines()]
     return "\n".join(lines) + "\n"
 
 
@@ -176,20 +196,27 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
         header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
     except (TypeError, ValueError) as error:
         raise SnapshotError(f"bad header: {error}", source=source) from error
-    frozen, adapters = _body_sections(body.split("\n"), source=source)
-    return Snapshot(header=header, lines=frozen, adapter_lines=adapters)
+    sections = _body_sections(body.split("\n"), source=source)
+    try:
+        renames = Renames(tuple(RenameRule.parse(line) for line in sections.get(RENAMES_SECTION, ())))
+    except ValueError as error:
+        raise SnapshotError(f"{RENAMES_SECTION!r}: {error}", source=source) from error
+    return Snapshot(header=header, lines=sections[SEPARATOR], adapter_lines=sections.get(ADAPTERS_SECTION),
+                    renames=renames)
 
 
-def _body_sections(lines: list[str], *, source: str | None) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-    """The frozen names' lines, and those after the adapter section line (``None`` without one)."""
+def _body_sections(lines: list[str], *, source: str | None) -> dict[str, tuple[str, ...]]:
+    """Section line -> its lines (the frozen names under :data:`SEPARATOR`); sections in :data:`SECTIONS` order, each once."""
     starts = [index for index, line in enumerate(lines) if line.startswith(SEPARATOR)]
-    if not starts:
-        return _names(lines), None
-    if len(starts) > 1 or lines[starts[0]] != ADAPTERS_SECTION:
-        found = ", ".join(repr(lines[index]) for index in starts)
-        raise SnapshotError(f"the names may be followed by one {ADAPTERS_SECTION!r} section only, found {found}",
+    found = [lines[index] for index in starts]
+    if any(line not in SECTIONS for line in found) or found != sorted(set(found), key=SECTIONS.index):
+        shown = ", ".join(repr(line) for line in found)
+        expected = " and ".join(repr(section) for section in SECTIONS)
+        raise SnapshotError(f"the names may be followed by {expected} sections, in that order and once each; found {shown}",
                             source=source)
-    return _names(lines[: starts[0]]), _names(lines[starts[0] + 1 :])
+    bounds = [-1, *starts, len(lines)]
+    titles = [SEPARATOR, *found]
+    return {title: _names(lines[start + 1 : end]) for title, start, end in zip(titles, bounds, bounds[1:])}
 
 
 def _names(lines: list[str]) -> tuple[str, ...]:

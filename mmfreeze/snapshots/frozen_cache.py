@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
+from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
@@ -28,8 +29,8 @@ from mmfreeze.versions import installed_version
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
 
-RECORD_FORMAT_VERSION = 5
-"""5 added ``adapter_lines``: an older record, without them, is a miss."""
+RECORD_FORMAT_VERSION = 6
+"""5 added ``adapter_lines``, 6 ``renames``: an older record, without them, is a miss."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +54,8 @@ class FrozenSetRecord:
     """Why the transformers class stands in for the framework's (a fallback), from the structure."""
     built_by: str = ""
     """The framework's label when its class stood in for a missing transformers one, from the structure."""
+    renames: Renames = Renames()
+    """The structure's checkpoint renames (the snapshot stores them)."""
 
     @classmethod
     def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
@@ -70,6 +73,7 @@ class FrozenSetRecord:
             trainable_parameters=structure.total_numel - frozen_numel,
             build_note=structure.build_note,
             built_by=structure.built_by,
+            renames=structure.checkpoint_renames,
         )
 
     def snapshot(
@@ -92,10 +96,10 @@ class FrozenSetRecord:
             frozen_parameters=self.frozen_parameters,
             trainable_parameters=self.trainable_parameters,
         )
-        return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines)
+        return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines, renames=self.renames)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "format": RECORD_FORMAT_VERSION}
+        return {**asdict(self), "renames": list(self.renames.lines()), "format": RECORD_FORMAT_VERSION}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FrozenSetRecord:
@@ -103,7 +107,8 @@ class FrozenSetRecord:
             raise ValueError(f"frozen-set record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
         fields = {name: value for name, value in data.items() if name != "format"}
         adapters = data["adapter_lines"]
-        return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters)})
+        return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters),
+                      "renames": Renames(tuple(RenameRule.parse(line) for line in data["renames"]))})
 
 
 @dataclass(frozen=True, kw_only=True)

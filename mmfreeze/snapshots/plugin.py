@@ -236,7 +236,7 @@ class RecipeItem(pytest.Item):
         assertion == text  # noqa: B015  records the execution; the outcome is read from it below
         outcome = self._outcome(assertion.executions[0], computed)
         run.result.outcomes.append(outcome)
-        if outcome.status in ("changed", "version_only", "missing"):
+        if outcome.status in ("changed", "renamed", "version_only", "missing"):
             raise SnapshotMismatch(_failure_text(outcome))
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
@@ -259,6 +259,8 @@ class RecipeItem(pytest.Item):
         )
         if status == "changed" and change.version_only:
             status = "version_only"
+        elif status == "changed" and change.renamed_only:
+            status = "renamed"
         return self._build(status, change=change, nemo_automodel=native)
 
     def _input_error(self, error: MmfreezeError) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 
 from mmfreeze.counts import tensor_text
@@ -13,31 +13,49 @@ from mmfreeze.distributed.native import NATIVE_VERDICTS
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
-from mmfreeze.snapshots.diff import RecipeChange
+from mmfreeze.snapshots.diff import RecipeChange, RenameGroup
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 STATUS_TITLES = {
-    "changed": "changed", "version_only": "version only", "updated": "accepted change", "missing": "missing snapshot",
+    "changed": "changed", "renamed": "renamed", "version_only": "version only", "updated": "accepted change", "missing": "missing snapshot",
     "written": "new snapshot written", "input_error": "input error", "passed": "unchanged",
 }
 
 
-def _text_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
+UNMAPPED_TITLE = "stored names no tensor has now (not even through a rename)"
+
+
+def stored_as(group: ModuleGroup, stored_names: Mapping[str, str]) -> list[str]:
+    """The stored names of a group's renamed tensors, compressed (empty when none was renamed)."""
+    return compress_names(stored_names[name] for name in group.names if name in stored_names)
+
+
+def renamed_total(groups: Sequence[RenameGroup]) -> str:
+    return tensor_text(sum(group.tensors for group in groups))
+
+
+def _text_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
     if not groups:
         return
     yield f"  {title}: {describe_total(groups)}"
     for group in groups:
         yield f"    {group.label}: {group.describe()}"
         yield from (f"      {line}" for line in compress_names(group.names))
+        if stored := stored_as(group, stored_names):
+            yield "      stored as:"
+            yield from (f"        {line}" for line in stored)
 
 
 def _text_change(change: RecipeChange) -> Iterator[str]:
     for header in change.header_changes:
         yield f"  {header.field}: {header.old} -> {header.new}"
-    yield from _text_groups("newly frozen", change.newly_frozen)
-    yield from _text_groups("newly trainable", change.newly_trainable)
-    yield from _text_groups("adapters added", change.adapters_added)
-    yield from _text_groups("adapters removed", change.adapters_removed)
+    for title, groups in (("newly frozen", change.newly_frozen), ("newly trainable", change.newly_trainable),
+                          ("adapters added", change.adapters_added), ("adapters removed", change.adapters_removed),
+                          (UNMAPPED_TITLE, change.unmapped)):
+        yield from _text_groups(title, groups, change.stored_names)
+    if change.renamed:
+        yield f"  renamed: {renamed_total(change.renamed)}"
+        yield from (f"    {group.describe()}" for group in change.renamed)
 
 
 def native_summary(outcomes: Sequence[RecipeOutcome]) -> str:
@@ -106,12 +124,16 @@ def _md_what_moved(change: RecipeChange) -> str:
     removed adapter counts 0 parameters, and the header line has the trainable parameters."""
     moved = [f"adapters {verb}: {tensor_text(sum(group.tensors for group in groups))}"
              for verb, groups in (("added", change.adapters_added), ("removed", change.adapters_removed)) if groups]
+    if change.unmapped:
+        moved.append(f"not mapped: {describe_total(change.unmapped)}")
+    if change.renamed:
+        moved.append(f"renamed: {renamed_total(change.renamed)}")
     if change.header_changes:
         moved.append("header: " + "; ".join(f"{h.field} {h.old} → {h.new}" for h in change.header_changes))
     return "<br>".join(html.escape(part) for part in moved) or "nothing"
 
 
-def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
+def _md_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
     if not groups:
         return
     yield f"**{title}**\n"
@@ -122,6 +144,22 @@ def _md_groups(title: str, groups: Sequence[ModuleGroup]) -> Iterator[str]:
     yield "```text"
     yield from (line for group in groups for line in compress_names(group.names))
     yield "```\n"
+    if stored := [line for group in groups for line in stored_as(group, stored_names)]:
+        yield "Stored as:\n"
+        yield "```text"
+        yield from stored
+        yield "```\n"
+
+
+def _md_renamed(groups: Sequence[RenameGroup]) -> Iterator[str]:
+    if not groups:
+        return
+    yield f"**Renamed: {renamed_total(groups)}**\n"
+    yield "| stored | now | tensors | mapping |"
+    yield "|---|---|---:|---|"
+    yield from (f"| {_md_code(g.stored)} | {_md_code(g.current)} | {g.tensors:,} | {html.escape(g.mapping)} |"
+                for g in groups)
+    yield ""
 
 
 def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
@@ -135,10 +173,12 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
         yield from (f"| {h.field} | {_md_code(str(h.old))} | {_md_code(str(h.new))} |" for h in change.header_changes)
         yield ""
     if change is not None:
-        yield from _md_groups("Newly frozen", change.newly_frozen)
-        yield from _md_groups("Newly trainable", change.newly_trainable)
-        yield from _md_groups("LoRA adapters added", change.adapters_added)
-        yield from _md_groups("LoRA adapters removed", change.adapters_removed)
+        for title, groups in (("Newly frozen", change.newly_frozen), ("Newly trainable", change.newly_trainable),
+                              ("LoRA adapters added", change.adapters_added),
+                              ("LoRA adapters removed", change.adapters_removed),
+                              (UNMAPPED_TITLE.capitalize(), change.unmapped)):
+            yield from _md_groups(title, groups, change.stored_names)
+        yield from _md_renamed(change.renamed)
     yield "</details>\n"
 
 

@@ -4,7 +4,9 @@ from dataclasses import replace
 
 import pytest
 
+from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.snapshots.diff import HeaderChange, adapted_weight, diff_snapshots
+from mmfreeze.snapshots.format import Snapshot
 from mmfreeze.resolver.labels import prefix_group
 from tests.snapshots.test_format import HEADER, snapshot_of
 
@@ -82,5 +84,52 @@ def test_a_change_is_version_only_when_only_release_fields_of_the_header_moved(
 ) -> None:
     old = snapshot_of(HEADER, frozenset({"a.w"}))
     new = snapshot_of(replace(HEADER, **header), frozenset(frozen), frozenset(adapters) if adapters else None)
-    change = diff_snapshots(old, new, numel_of={}, group_of=prefix_group)
-    assert change.version_only is version_only
+    change = diff_snapshots(old, new, numel_of={"a.w": 1, "b.w": 1, "q.lora_A.weight": 1}, group_of=prefix_group)
+    assert change.version_only is version_only and not change.renamed_only
+
+
+RENAMES_524 = Renames((RenameRule("t.visual", "t.model.visual"), RenameRule("t.model", "t.model.language_model")))
+"""A 5.24-style thinker: the checkpoint's ``t.visual`` and ``t.model`` nest under ``t.model``."""
+NAMES_518 = {"t.visual.b.0.w": 4, "t.visual.b.1.w": 4, "t.model.layers.0.w": 8, "t.head.w": 2}
+NAMES_524 = {"t.model.visual.b.0.w": 4, "t.model.visual.b.1.w": 4, "t.model.language_model.layers.0.w": 8, "t.head.w": 2}
+
+
+def thinker(release: str, frozen: set[str]) -> Snapshot:
+    snapshot = snapshot_of(replace(HEADER, transformers=release), frozenset(frozen))
+    return replace(snapshot, renames=RENAMES_524 if release == "5.24.0" else Renames())
+
+
+@pytest.mark.parametrize(("old", "new", "numel_of", "renamed", "reversed_"), [
+    (thinker("5.24.0", {"t.model.visual.b.0.w", "t.model.visual.b.1.w"}), thinker("5.18.0", {"t.visual.b.0.w", "t.visual.b.1.w"}),
+     NAMES_518, [("t.model.language_model.*", "t.model.*", 1), ("t.model.visual.*", "t.visual.*", 2)], True),
+    (thinker("5.18.0", {"t.visual.b.0.w", "t.visual.b.1.w"}), thinker("5.24.0", {"t.model.visual.b.0.w", "t.model.visual.b.1.w"}),
+     NAMES_524, [("t.model.*", "t.model.language_model.*", 1), ("t.visual.*", "t.model.visual.*", 2)], False),
+], ids=["5.24-snapshot-checked-under-5.18", "5.18-snapshot-checked-under-5.24"])
+def test_a_release_that_renamed_tensors_of_equal_trainability_is_renamed_not_changed(
+    old: Snapshot, new: Snapshot, numel_of: dict[str, int], renamed: list[tuple[str, str, int]], reversed_: bool
+) -> None:
+    """Either way, the mapping is 5.24's: recorded in the stored snapshot and reversed, or the current one's."""
+    change = diff_snapshots(old, new, numel_of=numel_of, group_of=prefix_group)
+    assert change.renamed_only and not change.version_only and not change.moved
+    assert [(g.stored, g.current, g.tensors) for g in change.renamed] == renamed
+    assert all(g.mapping.startswith("transformers 5.24.0 conversion mapping") for g in change.renamed)
+    assert all(("reversed" in g.mapping) is reversed_ for g in change.renamed)
+
+
+def test_a_real_change_beside_renames_is_shown_under_the_current_name_with_the_stored_one_beside_it() -> None:
+    old = thinker("5.24.0", {"t.model.visual.b.0.w", "t.model.visual.b.1.w"})
+    new = thinker("5.18.0", {"t.visual.b.0.w"})
+    change = diff_snapshots(old, new, numel_of=NAMES_518, group_of=prefix_group)
+    assert not change.renamed_only and change.moved
+    assert [(g.label, g.names) for g in change.newly_trainable] == [("t.visual.b", ("t.visual.b.1.w",))]
+    assert change.stored_names == {"t.visual.b.1.w": "t.model.visual.b.1.w"}
+    assert sum(g.tensors for g in change.renamed) == 3
+
+
+def test_a_stored_name_no_mapping_reaches_is_reported_as_not_mapped() -> None:
+    old = thinker("5.24.0", {"t.model.visual.b.0.w", "t.model.audio.w"})  # no rule knows t.model.audio
+    new = thinker("5.18.0", {"t.visual.b.0.w"})
+    change = diff_snapshots(old, new, numel_of=NAMES_518, group_of=prefix_group)
+    assert [(g.label, g.tensors, g.parameters, g.names) for g in change.unmapped] == [
+        ("t.model.audio", 1, 0, ("t.model.audio.w",))]
+    assert change.newly_trainable == () and change.moved and not change.renamed_only

@@ -3,9 +3,11 @@ from __future__ import annotations
 import pytest
 
 from mmfreeze.exceptions import SnapshotError
+from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.snapshots.format import (
     ADAPTERS_SECTION,
     FORMAT_VERSION,
+    RENAMES_SECTION,
     Snapshot,
     SnapshotHeader,
     body_lines,
@@ -71,7 +73,39 @@ def test_a_snapshot_with_an_adapter_section_round_trips_with_its_names(
 @pytest.mark.parametrize("section", ["--- lora adapters", "--- other names"], ids=["repeated", "unknown"])
 def test_a_second_or_unknown_section_line_is_a_snapshot_error_naming_it(section: str) -> None:
     text = render_snapshot(LORA_SNAPSHOT) + f"{section}\nx.lora_A.weight\n"
-    with pytest.raises(SnapshotError, match=f"one '--- lora adapters' section only, found .*'{section}'"):
+    with pytest.raises(SnapshotError, match=f"in that order and once each; found .*'{section}'"):
+        parse_snapshot(text, source="snap.txt")
+
+
+RENAMES = Renames((RenameRule("visual", "model.visual"), RenameRule("model", "model.language_model"),
+                   RenameRule("lm_head.w", "head.w", prefix=False)))
+
+
+def test_checkpoint_renames_follow_every_name_sorted_and_round_trip() -> None:
+    from dataclasses import replace
+
+    snapshot = replace(LORA_SNAPSHOT, renames=RENAMES)
+    text = render_snapshot(snapshot)
+    assert text.endswith(f"{RENAMES_SECTION}\nlm_head.w -> head.w\nmodel.* -> model.language_model.*\n"
+                         "visual.* -> model.visual.*\n")
+    assert parse_snapshot(text) == snapshot
+    assert ADAPTERS_SECTION in text.split(RENAMES_SECTION)[0]  # adapters first
+
+
+def test_a_model_without_renames_has_no_renames_section() -> None:
+    assert RENAMES_SECTION not in render_snapshot(SNAPSHOT)
+
+
+def test_renames_before_the_adapters_are_a_snapshot_error() -> None:
+    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}\nvisual.* -> model.visual.*\n{ADAPTERS_SECTION}\nq.lora_A.w\n"
+    with pytest.raises(SnapshotError, match="in that order and once each"):
+        parse_snapshot(text, source="snap.txt")
+
+
+@pytest.mark.parametrize("line", ["visual.* model.visual.*", "visual.* -> model.visual", " -> x"])
+def test_a_bad_rename_line_is_a_snapshot_error_showing_the_shapes(line: str) -> None:
+    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}\n{line}\n"
+    with pytest.raises(SnapshotError, match=r"'--- checkpoint renames': a rename is `checkpoint\.\* -> model\.\*`"):
         parse_snapshot(text, source="snap.txt")
 
 
@@ -80,7 +114,7 @@ def test_a_name_starting_with_the_section_marker_cannot_be_stored() -> None:
         body_lines(frozenset({"--- lora adapters"}), recipe="r.yaml")
 
 
-@pytest.mark.parametrize("version", [0, 3], ids=["format-0", "format-3-without-adapter-names"])
+@pytest.mark.parametrize("version", [0, 3, 4], ids=["format-0", "format-3-without-adapter-names", "format-4-without-renames"])
 def test_another_format_version_is_rejected_with_the_fix(version: int) -> None:
     text = render_snapshot(SNAPSHOT).replace(f"format: {FORMAT_VERSION}", f"format: {version}")
     with pytest.raises(SnapshotError, match="regenerate it with --update"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mmfreeze.migrate.release_renames import SelectorMove
 from mmfreeze.migrate.section import SectionMigration
 
 
@@ -13,3 +14,5 @@ class YamlContext:
     """The file as messages name it."""
     migration: SectionMigration | None = None
     """The new `freeze_config` for this recipe; ``None`` when it has no legacy section."""
+    moves: tuple[SelectorMove, ...] = ()
+    """Its selectors that move onto the installed release's module paths (MF004)."""

@@ -1,0 +1,58 @@
+"""MF004 release-renames: `freeze_config` selectors moved onto the installed release's module paths.
+
+A recipe written for transformers 5.18, migrated under 5.24 (which nests the thinker's towers
+under ``model``). Before::
+
+    freeze_config:
+      freeze_modules:
+        - {path: thinker.visual}
+        - {path: thinker.audio_tower}
+
+After::
+
+    freeze_config:
+      freeze_modules:
+        - {path: thinker.model.visual}
+        - {path: thinker.model.audio_tower}
+
+Only the selector values change, in place, so comments and layout stay; which values move, and
+the proof that the section means what it meant, are :mod:`mmfreeze.migrate.release_renames`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmfreeze.exceptions import MigrationError
+from mmfreeze.migrate.release_renames import SelectorMove
+from mmfreeze.migrate.rules import MF004
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.text import load_roundtrip, split_lines
+
+RULE = MF004
+QUOTES = "'\""
+
+
+def rewrite(text: str, context: YamlContext) -> str:
+    """``text`` with each of ``context.moves`` written over its old value."""
+    if not context.moves:
+        return text
+    lines = split_lines(text)
+    section = load_roundtrip(text, source=context.source)["freeze_config"]
+    spots = sorted((_position(section, move, context.source), move) for move in context.moves)
+    for (line, column), move in reversed(spots):  # right to left: earlier columns stay valid
+        found = lines[line][column:]
+        quote = found[0] if found[:1] in QUOTES else ""
+        written = f"{quote}{move.old}{quote}"
+        if not found.startswith(written):
+            raise MigrationError(f"cannot find {move.old!r} where YAML puts {move.key}; move it by hand",
+                                 source=f"{context.source}:{line + 1}", key=move.key)
+        lines[line] = lines[line][:column] + f"{quote}{move.new}{quote}" + found[len(written):]
+    return "".join(lines)
+
+
+def _position(section: Any, move: SelectorMove, source: str) -> tuple[int, int]:
+    entries = section[move.list_key]
+    if move.plain:
+        return entries.lc.item(move.index)
+    return entries[move.index].lc.value(move.kind)

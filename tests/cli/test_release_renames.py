@@ -1,0 +1,145 @@
+"""Issue 24: a snapshot made under the other transformers release is compared through the renames.
+
+The two releases mmfreeze supports, 5.18.0 (nemo-automodel 0.7.0's pin, `.ci/framework_env`) and
+5.24.0 (the main environment), name the Qwen-Omni thinkers' towers differently. Each environment
+checks the snapshots the *other* one made, with the transformers classes:
+
+- under 5.18.0, the committed ``snapshots/`` (made under 5.24.0);
+- under 5.24.0, ``tests/snapshots/fixtures/transformers-5.18.0/`` (made under 5.18.0 by
+  ``.venv-framework/bin/mmfreeze snapshot --update --builder transformers --snapshot-dir
+  tests/snapshots/fixtures/transformers-5.18.0 example_configs``).
+
+Both directions give the same outcomes: the Omni thinker recipes "renamed" with their exact tensor
+counts, every other recipe "version only", nothing "changed". Marked `framework` so that
+`.ci/framework_env` runs it under 5.18.0; it needs nemo-automodel only through that environment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from tests.cli.test_snapshot import run
+from tests.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+
+INSTALLED = installed_version("transformers")
+FIXTURE_518 = Path("tests/snapshots/fixtures/transformers-5.18.0")
+OTHER_RELEASE_SNAPSHOTS = {SNAPSHOT_TRANSFORMERS_VERSION: FIXTURE_518, "5.18.0": Path("snapshots")}
+"""Installed release -> the snapshot folder the other supported release made."""
+OMNI_25 = "example_configs/audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_librispeech.yaml"
+RENAMED = {
+    OMNI_25: {"audio_tower": 489, "language_model": 338, "visual": 518},
+    "example_configs/audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_av_mix.yaml":
+        {"audio_tower": 489, "language_model": 338, "visual": 518},
+    "example_configs/audio_finetune/qwen3_omni_moe/qwen3_omni_30b_a3b_common_voice_ep.yaml":
+        {"audio_tower": 525, "language_model": 530, "visual": 351},
+}
+"""Recipe -> tensors renamed per thinker part: the 5.24 names nest under ``thinker.model``."""
+RENAMES_518_TO_524 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
+                      "language_model": ("thinker.model.*", "thinker.model.language_model.*"),
+                      "visual": ("thinker.visual.*", "thinker.model.visual.*")}
+
+
+def other_release_snapshots() -> Path:
+    if INSTALLED not in OTHER_RELEASE_SNAPSHOTS:
+        pytest.fail(f"transformers {INSTALLED} is neither supported release ({', '.join(OTHER_RELEASE_SNAPSHOTS)})")
+    return OTHER_RELEASE_SNAPSHOTS[INSTALLED]
+
+
+def expected_groups(counts: dict[str, int]) -> list[tuple[str, str, int]]:
+    """(stored, current, tensors) per part, in the direction this environment checks."""
+    groups = []
+    for part, tensors in counts.items():
+        old, new = RENAMES_518_TO_524[part]
+        groups.append((old, new, tensors) if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else (new, old, tensors))
+    return sorted(groups)
+
+
+def check(root: Path, snapshot_dir: Path, recipes: list[str], report: Path) -> tuple[int, dict]:
+    result = run(root, "--check", "--builder", "transformers", "--snapshot-dir", str(snapshot_dir),
+                 "--report", "json", "--report-file", str(report), *recipes)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, json.loads(report.read_text())
+
+
+def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_and_version_only_for_the_rest(
+    tmp_path: Path,
+) -> None:
+    snapshot_dir = other_release_snapshots()
+    recipes = sorted(path.relative_to(REPO_ROOT / snapshot_dir).as_posix().removesuffix(".frozen.txt")
+                     for path in (REPO_ROOT / snapshot_dir).rglob("*.frozen.txt"))
+    status, report = check(REPO_ROOT, snapshot_dir, recipes, tmp_path / "report.json")
+    assert status == ExitCode.RENAMED, report["summary"]
+    outcomes = {outcome["recipe"]: outcome for outcome in report["recipes"]}
+    assert len(outcomes) == len(recipes) >= 80
+    assert {recipe for recipe, outcome in outcomes.items() if outcome["status"] == "renamed"} == set(RENAMED)
+    assert {recipe for recipe, outcome in outcomes.items() if outcome["status"] != "renamed"} == \
+        {recipe for recipe, outcome in outcomes.items() if outcome["status"] == "version_only"}
+    for recipe, counts in RENAMED.items():
+        change = outcomes[recipe]["change"]
+        assert [(g["stored"], g["current"], g["tensors"]) for g in change["renamed"]] == expected_groups(counts)
+        assert all("conversion mapping" in group["mapping"] for group in change["renamed"])
+        moved = ("newly_frozen", "newly_trainable", "adapters_added", "adapters_removed", "unmapped")
+        assert all(change[field] == [] for field in moved), recipe
+        assert [h["field"] for h in change["header_changes"]] == ["transformers"]
+
+
+def test_a_real_change_under_the_release_switch_is_changed_under_both_names_beside_the_renames(
+    tmp_path: Path,
+) -> None:
+    """One module unfrozen in one Omni recipe (the vision tower): changed, shown under the current
+    names with the stored ones beside them, and the renames still reported as renames."""
+    snapshot_dir = other_release_snapshots()
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    recipe = tmp_path / OMNI_25
+    recipe.parent.mkdir(parents=True)
+    text = (REPO_ROOT / OMNI_25).read_text()
+    assert "vision: {tower: true, projector: true}" in text
+    recipe.write_text(text.replace("vision: {tower: true, projector: true}", "vision: {tower: false, projector: true}"))
+    stored = tmp_path / "snapshots" / f"{OMNI_25}.frozen.txt"
+    stored.parent.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / snapshot_dir / f"{OMNI_25}.frozen.txt", stored)
+
+    status, report = check(tmp_path, Path("snapshots"), [OMNI_25], tmp_path / "report.json")
+    assert status == ExitCode.CHANGED
+    [outcome] = report["recipes"]
+    change = outcome["change"]
+    assert outcome["status"] == "changed" and change["newly_frozen"] == []
+    [tower] = change["newly_trainable"]
+    assert tower["label"].endswith("(vision tower)") and tower["tensors"] > 500
+    current_prefix, stored_prefix = "thinker.model.visual.", "thinker.visual."
+    if INSTALLED != SNAPSHOT_TRANSFORMERS_VERSION:
+        current_prefix, stored_prefix = stored_prefix, current_prefix
+    assert all(name.startswith(current_prefix) for name in tower["names"])
+    assert {change["stored_names"][name] for name in tower["names"]} == \
+        {stored_prefix + name.removeprefix(current_prefix) for name in tower["names"]}
+    assert [(g["stored"], g["current"], g["tensors"]) for g in change["renamed"]] == expected_groups(RENAMED[OMNI_25])
+
+    text_report = run(tmp_path, "--check", "--builder", "transformers", OMNI_25).stdout
+    assert "  newly trainable: " in text_report and "      stored as:" in text_report
+    assert f"        {stored_prefix}blocks.{{0..31}}.attn.proj.bias" in text_report
+    assert "  renamed: 1,345 tensors" in text_report
+
+
+def test_update_writes_the_current_releases_names(tmp_path: Path) -> None:
+    snapshot_dir = other_release_snapshots()
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    (tmp_path / OMNI_25).parent.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / OMNI_25, tmp_path / OMNI_25)
+    stored = tmp_path / "snapshots" / f"{OMNI_25}.frozen.txt"
+    stored.parent.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / snapshot_dir / f"{OMNI_25}.frozen.txt", stored)
+
+    assert run(tmp_path, "--update", "--builder", "transformers", OMNI_25).returncode == ExitCode.OK
+    assert f"transformers: {INSTALLED}" in stored.read_text()
+    assert run(tmp_path, "--check", "--builder", "transformers", OMNI_25).returncode == ExitCode.OK
+    names = [line for line in stored.read_text().split("\n---\n", 1)[1].splitlines() if line.startswith("thinker.")]
+    visual = "thinker.model.visual." if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else "thinker.visual."
+    assert any(name.startswith(visual) for name in names)

@@ -1,0 +1,125 @@
+"""Issue 24, item 3: selectors written for transformers 5.18 paths, migrated under 5.24 (rule MF004).
+
+`fixtures/release_renames/qwen2_5_omni_7b_towers_frozen.yaml` freezes the Qwen2.5-Omni thinker's
+towers by their 5.18 paths (``thinker.visual``, ``thinker.audio_tower``); 5.24 nests them under
+``thinker.model``. The migrated selectors name 5.24's paths, and nemo-automodel's own
+``_apply_trainability_policy`` (strict) freezes with them, on the 5.24 model, exactly what it
+freezes with the original selectors on the same parameters mounted at their 5.18 (checkpoint)
+names.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from ruamel.yaml import YAML
+from torch import nn
+
+from mmfreeze.cli.main import cli
+from mmfreeze.migrate.release_renames import moved_selectors
+from mmfreeze.models.conversion import checkpoint_renames
+from mmfreeze.models.renames import Renames
+from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from tests.nemo.framework_pipeline import fresh_model
+
+pytestmark = pytest.mark.skipif(
+    installed_version("transformers") != SNAPSHOT_TRANSFORMERS_VERSION,
+    reason=f"the fixture names 5.18 paths, which transformers {SNAPSHOT_TRANSFORMERS_VERSION} renamed")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "release_renames" / "qwen2_5_omni_7b_towers_frozen.yaml"
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    shutil.copy(FIXTURE, tmp_path / FIXTURE.name)
+    return tmp_path / FIXTURE.name
+
+
+def migrate(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["migrate", *args])
+
+
+def freeze_config(path: Path) -> dict[str, Any]:
+    return YAML(typ="safe", pure=True).load(path.read_text())["freeze_config"]
+
+
+def mounted_at_checkpoint_names(model: nn.Module, renames: Renames) -> nn.Module:
+    """The same parameter objects in a module tree named as the checkpoint (and 5.18) names them."""
+    root = nn.Module()
+    for name, parameter in model.named_parameters():
+        *path, leaf = renames.to_checkpoint(name).split(".")
+        module = root
+        for part in path:
+            if part not in module._modules:
+                module.add_module(part, nn.Module())
+            module = module._modules[part]
+        module.register_parameter(leaf, parameter)
+    root.config = model.config
+    return root
+
+
+def test_selectors_written_for_5_18_paths_get_the_5_24_paths_proven_by_the_frameworks_function(recipe: Path) -> None:
+    from tests.framework.oracle import framework_trainability
+
+    original = freeze_config(recipe)
+    result = migrate(str(recipe), "--disable", "MF001", "--report", "json")
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)["files"]
+    assert report["status"] == "preserved" and report["rules"] == ["MF004"]
+    assert report["notes"] == [
+        "freeze_config.freeze_modules[0].path: thinker.visual -> thinker.model.visual (transformers' conversion mapping)",
+        "freeze_config.freeze_modules[1].path: thinker.audio_tower -> thinker.model.audio_tower (transformers' conversion mapping)",
+    ]
+    text = recipe.read_text()
+    assert "    - {path: thinker.model.visual}       # ViT and merger\n" in text  # in place: comments stay
+    assert freeze_config(recipe) == {"freeze_modules": [{"path": "thinker.model.visual"}, {"path": "thinker.model.audio_tower"}]}
+
+    model = fresh_model(recipe, "transformers")
+    renames = checkpoint_renames(model)
+    before, _ = framework_trainability(mounted_at_checkpoint_names(fresh_model(recipe, "transformers"), renames),
+                                       original, None)
+    after, _ = framework_trainability(model, freeze_config(recipe), None)
+    assert {renames.to_model(name) for name in before} == after
+    assert sum(name.startswith(("thinker.model.visual.", "thinker.model.audio_tower.")) for name in after) == 489 + 518
+
+
+def test_the_default_migration_moves_then_rewrites_to_the_new_vocabulary(recipe: Path) -> None:
+    result = migrate(str(recipe), "--report", "json")
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)["files"]
+    assert report["status"] == "preserved" and report["rules"] == ["MF004", "MF001"]
+    section = freeze_config(recipe)
+    assert section["vision"] == {"tower": True, "projector": True} and section["audio"]["tower"] is True
+    assert section["language_model"] is False
+
+
+def test_a_path_no_rename_reaches_stays_an_error_naming_its_key(recipe: Path) -> None:
+    recipe.write_text(recipe.read_text().replace("{path: thinker.audio_tower}", "{path: thinker.audio_encoder}"))
+    before = recipe.read_text()
+    result = migrate(str(recipe), "--disable", "MF001")
+    assert result.exit_code == 3, result.output
+    assert "freeze_config.freeze_modules[1]" in result.output and "thinker.audio_encoder" in result.output
+    assert "matches no module of this model" in result.output
+    assert recipe.read_text() == before
+
+
+def test_a_glob_moves_by_its_literal_head_and_a_matching_selector_stays() -> None:
+    from mmfreeze.freeze.recipe_model import model_request
+    from mmfreeze.models.cache import StructureCache
+    from mmfreeze.models.loader import load_structure
+    from tests.nemo.framework_pipeline import read_recipe
+
+    structure = load_structure(model_request(read_recipe(FIXTURE)), StructureCache(None)).structure
+    section = {"freeze_modules": [{"glob": "thinker.visual.blocks.3[01]"}, {"path": "thinker.lm_head"}],
+               "modules": ["thinker.audio_tower.layers.0"]}
+    moves = moved_selectors(section, structure)
+    assert [(m.key, m.new) for m in moves] == [
+        ("freeze_config.freeze_modules[0].glob", "thinker.model.visual.blocks.3[01]"),
+        ("freeze_config.modules[0]", "thinker.model.audio_tower.layers.0"),
+    ]
