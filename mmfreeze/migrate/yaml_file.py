@@ -7,7 +7,6 @@ either rewritten correctly or reported and left alone.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -26,7 +25,9 @@ from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.report import FileResult
-from mmfreeze.migrate.release_renames import SELECTOR_LISTS, SelectorMove, apply_moves, moved_selectors, prove_moves
+from mmfreeze.migrate.release_renames import (
+    PATTERN_LISTS, SELECTOR_LISTS, SelectorMove, apply_moves, moved_patterns, moved_selectors, prove_moves,
+)
 from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
@@ -73,32 +74,40 @@ class SectionPlan:
     migration: SectionMigration | None = None
     targets: FreezeTargets | None = None
 
-    def section(self, original: Any) -> Any:
-        """The section the rewritten file must hold."""
+    def document(self, original: Mapping[str, Any]) -> dict[str, Any]:
+        """The data the rewritten file must hold (the rest of the file's changes are other rules')."""
+        expected = apply_moves(original, self.moves)
         if self.migration is not None:
-            return self.migration.section
-        return apply_moves(original, self.moves) if self.moves else original
+            expected["freeze_config"] = self.migration.section
+        return expected
 
 
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
     structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules, where: str,
 ) -> SectionPlan:
-    """MF004's moves for selectors written for another transformers release (proven), and MF001's
-    new section for a legacy, 0.7-selector or mixed `freeze_config` (planned on the moved selectors)."""
+    """MF004's moves for selectors and LoRA patterns written for another transformers release
+    (proven), and MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
+    on the moved recipe)."""
     section = document.get("freeze_config")
     vocabulary_change = MF001.id not in disabled and check_migratable(section, source=where) in ("legacy", "selectors")
-    may_move = MF004.id not in disabled and isinstance(section, Mapping) and any(k in section for k in SELECTOR_LISTS)
+    may_move = MF004.id not in disabled and any(
+        isinstance(block := document.get(name), Mapping) and any(key in block for key in keys)
+        for name, keys in (("freeze_config", SELECTOR_LISTS), ("peft", PATTERN_LISTS)))
     if not (vocabulary_change or may_move):
         return SectionPlan()
     recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
     built = structure_of(model_request(recipe, choose_builder("transformers")))
+    moves = moved_patterns(document.get("peft"), built, recipe.framework) if may_move else ()
+    if moves:  # the adapters decide which modules the section finds
+        recipe = replace(recipe, document=apply_moves(document, moves))
     trained = recipe_trained_model(recipe, built)
-    moves = moved_selectors(section, trained.structure) if may_move else ()
+    moves += moved_selectors(section, trained.structure) if may_move else ()
     if moves:
-        section = apply_moves(section, moves)
-        prove_moves(document["freeze_config"], section, built, document, source=where,
-                    override_specs=override_specs(recipe.module_overrides), rules=framework)
+        moved = apply_moves(document, moves)
+        prove_moves(document, moved, built, source=where, override_specs=override_specs(recipe.module_overrides),
+                    rules=recipe.framework)
+        section = moved.get("freeze_config")
     if not vocabulary_change:
         return SectionPlan(moves=moves)
     planner = preserve_section if mode == "preserve" else intent_section
@@ -127,9 +136,7 @@ def _apply_rules(text: str, context: YamlContext, disabled: Collection[str]) -> 
 
 
 def _verify(document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules: list[str], *, source: str) -> None:
-    expected = copy.deepcopy(dict(document))
-    if "freeze_config" in expected:
-        expected["freeze_config"] = plan.section(expected["freeze_config"])
+    expected = plan.document(document)
     for rule in rules:
         if rule in _MOVES:
             legacy = _MOVES[rule]

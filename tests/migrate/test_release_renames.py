@@ -50,16 +50,27 @@ def freeze_config(path: Path) -> dict[str, Any]:
 
 
 def mounted_at_checkpoint_names(model: nn.Module, renames: Renames) -> nn.Module:
-    """The same parameter objects in a module tree named as the checkpoint (and 5.18) names them."""
+    """The same modules (leaves: Linear, Embedding, ...) and parameters in a tree named as the
+    checkpoint, and 5.18, name them; containers are plain modules."""
     root = nn.Module()
-    for name, parameter in model.named_parameters():
-        *path, leaf = renames.to_checkpoint(name).split(".")
+
+    def container(path: list[str]) -> nn.Module:
         module = root
         for part in path:
             if part not in module._modules:
                 module.add_module(part, nn.Module())
             module = module._modules[part]
-        module.register_parameter(leaf, parameter)
+        return module
+
+    for path, module in model.named_modules():
+        if not path:
+            continue
+        *parent, leaf = renames.to_checkpoint(path).split(".")
+        if not module._modules:
+            container(parent).add_module(leaf, module)
+        else:
+            for name, parameter in module._parameters.items():
+                container([*parent, leaf]).register_parameter(name, parameter)
     root.config = model.config
     return root
 
@@ -123,3 +134,34 @@ def test_a_glob_moves_by_its_literal_head_and_a_matching_selector_stays() -> Non
         ("freeze_config.freeze_modules[0].glob", "thinker.model.visual.blocks.3[01]"),
         ("freeze_config.modules[0]", "thinker.model.audio_tower.layers.0"),
     ]
+
+
+LORA_FIXTURE = FIXTURE.parent / "qwen2_5_omni_7b_lora_no_towers.yaml"
+
+
+def test_lora_exclude_patterns_for_5_18_paths_move_and_keep_the_towers_free_of_adapters(tmp_path: Path) -> None:
+    """Unmoved, ``thinker.visual.*`` excludes nothing under 5.24: adapters would land in both towers."""
+    from tests.framework.oracle import framework_trainability
+
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    recipe = tmp_path / LORA_FIXTURE.name
+    shutil.copy(LORA_FIXTURE, recipe)
+    original = YAML(typ="safe", pure=True).load(recipe.read_text())["peft"]
+    result = migrate(str(recipe), "--report", "json")
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)["files"]
+    assert report["status"] == "preserved" and report["rules"] == ["MF004"]
+    moved = YAML(typ="safe", pure=True).load(recipe.read_text())["peft"]
+    assert moved["exclude_modules"] == ["thinker.model.visual.*", "thinker.model.audio_tower.*", "talker.*", "token2wav.*",
+                                        "*lm_head*"]
+
+    model = fresh_model(recipe, "transformers")
+    renames = checkpoint_renames(model)
+    _, before = framework_trainability(mounted_at_checkpoint_names(fresh_model(recipe, "transformers"), renames), None,
+                                       original)
+    _, after = framework_trainability(model, None, moved)
+    assert {renames.to_model(name) for name in before} == after
+    assert not any(name.startswith(("thinker.model.visual.", "thinker.model.audio_tower.")) for name in after)
+    assert any(".lora_A." in name for name in after)
+    _, unmoved = framework_trainability(fresh_model(recipe, "transformers"), None, original)
+    assert any(name.startswith("thinker.model.visual.") and ".lora_A." in name for name in unmoved)

@@ -1,4 +1,4 @@
-"""MF004 release-renames: `freeze_config` selectors moved onto the installed release's module paths.
+"""MF004 release-renames: `freeze_config` selectors and `peft` patterns moved onto the installed release's module paths.
 
 A recipe written for transformers 5.18, migrated under 5.24 (which nests the thinker's towers
 under ``model``). Before::
@@ -15,8 +15,10 @@ After::
         - {path: thinker.model.visual}
         - {path: thinker.model.audio_tower}
 
-Only the selector values change, in place, so comments and layout stay; which values move, and
-the proof that the section means what it meant, are :mod:`mmfreeze.migrate.release_renames`'s.
+``peft.target_modules`` / ``exclude_modules`` patterns move the same way (``thinker.visual.*`` ->
+``thinker.model.visual.*``). Only the values change, in place, so comments and layout stay; which
+values move, and the proof that the recipe means what it meant, are
+:mod:`mmfreeze.migrate.release_renames`'s.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ def rewrite(text: str, context: YamlContext) -> str:
     if not context.moves:
         return text
     lines = split_lines(text)
-    section = load_roundtrip(text, source=context.source)["freeze_config"]
-    spots = sorted((_position(section, move, context.source), move) for move in context.moves)
+    document = load_roundtrip(text, source=context.source)
+    spots = sorted((_position(document, move), move) for move in context.moves)
     for (line, column), move in reversed(spots):  # right to left: earlier columns stay valid
         found = lines[line][column:]
         quote = found[0] if found[:1] in QUOTES else ""
@@ -51,8 +53,8 @@ def rewrite(text: str, context: YamlContext) -> str:
     return "".join(lines)
 
 
-def _position(section: Any, move: SelectorMove, source: str) -> tuple[int, int]:
-    entries = section[move.list_key]
+def _position(document: Any, move: SelectorMove) -> tuple[int, int]:
+    entries = document[move.section][move.list_key]
     if move.plain:
         return entries.lc.item(move.index)
     return entries[move.index].lc.value(move.kind)
