@@ -1,9 +1,11 @@
 """On-disk cache of model structures, keyed by what determines them.
 
 The key is the hash of the config content, the Auto class, the builder (transformers, or the
-framework's release and options: :class:`~mmfreeze.models.framework.BuildSpec`) and the installed
-transformers and torch versions, so a warm run reads structures without importing either library,
-and a changed config, builder or library version misses exactly the entries it must.
+framework's release and options: :class:`~mmfreeze.models.framework.BuildSpec`), the installed
+transformers and torch versions and the model layer's own code (it reads the structure, and derives
+the checkpoint renames, from the live model), so a warm run reads structures without importing
+either library, and a changed config, builder, library version or reader misses exactly the
+entries it must.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.versions import installed_version
+from mmfreeze.versions import PACKAGE_DIR, code_fingerprint, installed_version
 
 
 BUILD_PACKAGES = ("transformers", "torch", "torchvision", "timm")
@@ -31,6 +33,7 @@ def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec =
         "auto_class": auto_class,
         "build": build.identity(),
         **{package: installed_version(package) for package in BUILD_PACKAGES},
+        "model_code": code_fingerprint(PACKAGE_DIR / "models"),
     }
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(encoded.encode()).hexdigest()

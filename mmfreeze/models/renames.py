@@ -15,15 +15,18 @@ exactly those pairs, in both directions, for every parameter of the model::
     thinker.model.* -> thinker.model.language_model.*
     thinker.visual.* -> thinker.model.visual.*
 
-A snapshot stores them (it is read under another release, which may not have the mapping): they
-are what the release that made it did, not a table of ours.
+A rule whose two sides carry the same layer indices is written once for every layer, with ``#``
+for the index (``model.language_model.layers.#.post_attention_layernorm.* ->
+model.layers.#.post_attn_norm.*``). A snapshot stores them (it is read under another release, which
+may not have the mapping): they are what the release that made it did, not a table of ours.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 ARROW = " -> "
 WILDCARD = ".*"
@@ -54,18 +57,34 @@ class RenameRule:
         return cls(checkpoint=checkpoint, model=model, prefix=prefix)
 
 
-def _prefixes(name: str) -> Iterable[str]:
-    """``a.b.c``, ``a.b``, ``a``: longest first."""
-    parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        yield ".".join(parts[:end])
+INDEX = "#"
+"""A rule segment that stands for any layer index, the same on both sides:
+``model.language_model.layers.#.post_attention_layernorm.* -> model.layers.#.post_attn_norm.*``."""
+
+
+def _shaped(parts: Sequence[str]) -> str:
+    """``a.3.b`` -> ``a.#.b``."""
+    return ".".join(INDEX if part.isdigit() else part for part in parts)
+
+
+def _indexed(rule: RenameRule) -> RenameRule:
+    """``rule`` with its layer indices as :data:`INDEX` when both sides carry the same ones in the same order."""
+    checkpoint, model = rule.checkpoint.split("."), rule.model.split(".")
+    numbers = [part for part in checkpoint if part.isdigit()]
+    if not numbers or numbers != [part for part in model if part.isdigit()]:
+        return rule
+    return RenameRule(checkpoint=_shaped(checkpoint), model=_shaped(model), prefix=rule.prefix)
 
 
 @dataclass(frozen=True)
 class Renames:
-    """A model's rules, applied to a name (parameter or module path) either way; the longest rule wins."""
+    """A model's rules, applied to a name (parameter or module path) either way; the longest rule
+    wins, a rule naming the indices before one with :data:`INDEX`."""
 
     rules: tuple[RenameRule, ...] = ()
+    source: str = ""
+    """What gave them: ``transformers 5.24.0 conversion mapping``, ``nemo-automodel 0.7.0
+    Qwen3VLMoeStateDictAdapter`` (shown beside every rename a report lists)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(sorted(set(self.rules))))  # one value per set of rules
@@ -79,23 +98,28 @@ class Renames:
         return _index(self.rules, side="model")
 
     def rule_from_checkpoint(self, name: str) -> RenameRule | None:
-        return _find(name, *self._by_checkpoint)
+        return _find(name, *self._by_checkpoint)[0]
 
     def rule_from_model(self, name: str) -> RenameRule | None:
-        return _find(name, *self._by_model)
+        return _find(name, *self._by_model)[0]
 
     def to_model(self, name: str) -> str:
         """The checkpoint's ``name`` as this release names it."""
-        rule = self.rule_from_checkpoint(name)
-        return name if rule is None else rule.model + name[len(rule.checkpoint):]
+        return _rename(name, *self._by_checkpoint, to="model")
 
     def to_checkpoint(self, name: str) -> str:
         """This release's ``name`` as the checkpoint names it."""
-        rule = self.rule_from_model(name)
-        return name if rule is None else rule.checkpoint + name[len(rule.model):]
+        return _rename(name, *self._by_model, to="checkpoint")
 
     def lines(self) -> tuple[str, ...]:
         return tuple(rule.line() for rule in self.rules)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "rules": list(self.lines())}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Renames:
+        return cls(tuple(RenameRule.parse(line) for line in data["rules"]), data["source"])
 
 
 def _index(rules: Iterable[RenameRule], *, side: str) -> tuple[dict[str, RenameRule], dict[str, RenameRule]]:
@@ -104,39 +128,75 @@ def _index(rules: Iterable[RenameRule], *, side: str) -> tuple[dict[str, RenameR
     return exact, prefix
 
 
-def _find(name: str, exact: Mapping[str, RenameRule], prefix: Mapping[str, RenameRule]) -> RenameRule | None:
-    if name in exact:
-        return exact[name]
-    return next((prefix[head] for head in _prefixes(name) if head in prefix), None)
+def _find(
+    name: str, exact: Mapping[str, RenameRule], prefix: Mapping[str, RenameRule]
+) -> tuple[RenameRule | None, int]:
+    """The rule for ``name`` and how many of its segments the rule's side covers."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        for key in (".".join(parts[:end]), _shaped(parts[:end])):
+            if end == len(parts) and key in exact:
+                return exact[key], end
+            if key in prefix:
+                return prefix[key], end
+    return None, 0
 
 
-def derive_renames(checkpoint_of: Mapping[str, str], names: Iterable[str]) -> Renames:
+def _rename(name: str, exact: Mapping[str, RenameRule], prefix: Mapping[str, RenameRule], *, to: str) -> str:
+    rule, end = _find(name, exact, prefix)
+    if rule is None:
+        return name
+    parts = name.split(".")
+    numbers = iter(part for part in parts[:end] if part.isdigit())
+    head = [next(numbers) if part == INDEX else part for part in getattr(rule, to).split(".")]
+    return ".".join([*head, *parts[end:]])
+
+
+def derive_renames(checkpoint_of: Mapping[str, str], names: Iterable[str], source: str) -> Renames:
     """The fewest prefix rules that give exactly ``checkpoint_of`` (model name -> checkpoint name, for
     the names that differ) for every one of ``names`` (the model's parameters), both ways.
 
     Each pair starts as the rule for the part its two names do not share at the end
     (``thinker.visual.blocks.0.w`` / ``thinker.model.visual.blocks.0.w``: ``thinker`` ->
-    ``thinker.model``); a rule that renames a name it should not, or that disagrees with another,
-    takes one more shared segment, down to the whole name. A pair that even a whole-name rule cannot
-    give (its checkpoint name is another parameter's own name) is left out: compared across
-    releases, its name is then reported as one that cannot be mapped.
+    ``thinker.model``), its layer indices as :data:`INDEX`. A rule that disagrees with another from
+    the same shape names its indices; a rule that renames a name it should not takes one more
+    shared segment, down to the whole name. A pair that even a whole-name rule cannot give (its checkpoint
+    name is another parameter's own name) is left out: compared across releases, its name is then
+    reported as one that cannot be mapped.
     """
     names = tuple(names)
     pairs = dict(checkpoint_of)
     shared = {model: _shared_tail(model, checkpoint) for model, checkpoint in pairs.items()}
+    literal: set[str] = set()
     while True:
         sources: dict[RenameRule, list[str]] = {}
         for model, checkpoint in pairs.items():
-            sources.setdefault(_rule(model, checkpoint, shared[model]), []).append(model)
-        renames = Renames(tuple(sources))
-        narrow = _ambiguous(sources) | _wrong(renames, pairs, names, sources)
-        if not narrow:
+            rule = _rule(model, checkpoint, shared[model])
+            sources.setdefault(rule if model in literal else _indexed(rule), []).append(model)
+        renames = Renames(tuple(sources), source)
+        ambiguous = _ambiguous(sources)
+        wrong = _wrong(renames, pairs, names, sources) - ambiguous
+        if not ambiguous and not wrong:
             return renames
-        for model in narrow:
-            if shared[model] == 0:
-                del pairs[model]
+        # Two rules from one shape disagree on the index: name it. A rule renames too much: narrow it.
+        for model in ambiguous:
+            if model not in literal:
+                literal.add(model)
             else:
-                shared[model] -= 1
+                _narrow(model, pairs, shared)
+        for model in wrong:
+            if shared[model] == 0 and model not in literal:
+                literal.add(model)
+            else:
+                _narrow(model, pairs, shared)
+
+
+def _narrow(model: str, pairs: dict[str, str], shared: dict[str, int]) -> None:
+    """One more shared segment in ``model``'s rule; at the whole name, give the pair up."""
+    if shared[model] == 0:
+        del pairs[model]
+    else:
+        shared[model] -= 1
 
 
 def _shared_tail(model: str, checkpoint: str) -> int:

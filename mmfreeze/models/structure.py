@@ -23,12 +23,12 @@ from functools import cached_property
 from math import prod
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.models.renames import RenameRule, Renames
+from mmfreeze.models.renames import Renames
 
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 5
+STRUCTURE_FORMAT_VERSION = 6
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -176,7 +176,7 @@ class ModelStructure:
             "built_by": self.built_by,
             "parts": [asdict(part) for part in self.parts],
             "composite_frozen": sorted(self.composite_frozen),
-            "checkpoint_renames": list(self.checkpoint_renames.lines()),
+            "checkpoint_renames": self.checkpoint_renames.to_json(),
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -200,7 +200,7 @@ class ModelStructure:
             parts=tuple(StructurePart(**{**part, "config_facts": ConfigFacts(**part["config_facts"])})
                         for part in data["parts"]),
             composite_frozen=frozenset(data["composite_frozen"]),
-            checkpoint_renames=Renames(tuple(RenameRule.parse(line) for line in data["checkpoint_renames"])),
+            checkpoint_renames=Renames.from_json(data["checkpoint_renames"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]

@@ -29,9 +29,11 @@ class HeaderChange:
     new: object
 
 
-RELEASE_FIELDS = frozenset({"transformers", "framework"})
-"""Header fields that name a release, not a behaviour: the transformers release that built the
-module tree and the framework release whose rules applied."""
+RELEASE_FIELDS = frozenset({"transformers", "framework", "builder", "divergence"})
+"""Header fields that name what made the snapshot, not a behaviour: the transformers release that
+built the module tree, the framework release whose rules applied, and which library built the
+model (the framework's own class or transformers'). With the same names frozen, the same adapters
+and the same counts, the recipe trains the same tensors whatever they name."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,9 +55,7 @@ class ReleaseNames:
     """Stored names <-> current names, through the checkpoint names both releases load."""
 
     stored: Renames
-    stored_release: str
     current: Renames
-    current_release: str
 
     def to_current(self, name: str) -> str:
         if _kept(name, self.current, self.stored):
@@ -81,9 +81,9 @@ class ReleaseNames:
     def _group(self, stored: RenameRule | None, current: RenameRule | None, tensors: int) -> RenameGroup:
         mappings = []
         if stored is not None:
-            mappings.append(f"transformers {self.stored_release} conversion mapping recorded in the snapshot, reversed")
+            mappings.append(f"{self.stored.source} recorded in the snapshot, reversed")
         if current is not None:
-            mappings.append(f"transformers {self.current_release} conversion mapping")
+            mappings.append(self.current.source)
         return RenameGroup(
             stored=_pattern(stored, "model") if stored is not None else _pattern(current, "checkpoint"),
             current=_pattern(current, "model") if current is not None else _pattern(stored, "checkpoint"),
@@ -180,7 +180,7 @@ def adapted_weight(name: str) -> str:
 def diff_snapshots(
     old: Snapshot, new: Snapshot, *, numel_of: Mapping[str, int], group_of: Callable[[str], str]
 ) -> RecipeChange:
-    names = ReleaseNames(old.renames, old.header.transformers, new.renames, new.header.transformers)
+    names = ReleaseNames(old.renames, new.renames)
     old_adapters = {names.to_current(name) for name in old.adapters}
     removed = old_adapters - new.adapters
     current_of = {name: names.to_current(name) for name in old.frozen}

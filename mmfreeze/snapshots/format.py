@@ -74,7 +74,7 @@ SEPARATOR = "---"
 ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
 """The line after the frozen names that starts the LoRA adapter names."""
 RENAMES_SECTION = f"{SEPARATOR} checkpoint renames"
-"""The line that starts the checkpoint renames, after every name."""
+"""The line that starts the checkpoint renames, after every name, followed by ``: <what gave them>``."""
 SECTIONS = (ADAPTERS_SECTION, RENAMES_SECTION)
 """The body's sections after the frozen names, in the order they are written."""
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
@@ -151,7 +151,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
     if snapshot.adapter_lines is not None:
         lines += [ADAPTERS_SECTION, *snapshot.adapter_lines]
     if snapshot.renames.rules:
-        lines += [RENAMES_SECTION, *snapshot.renames.lines()]
+        _check_storable(snapshot.renames.source, header.recipe)
+        lines += [f"{RENAMES_SECTION}: {snapshot.renames.source}", *snapshot.renames.lines()]
     return "\n".join(lines) + "\n"
 
 
@@ -196,27 +197,30 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
         header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
     except (TypeError, ValueError) as error:
         raise SnapshotError(f"bad header: {error}", source=source) from error
-    sections = _body_sections(body.split("\n"), source=source)
+    sections, renamed_by = _body_sections(body.split("\n"), source=source)
     try:
-        renames = Renames(tuple(RenameRule.parse(line) for line in sections.get(RENAMES_SECTION, ())))
+        renames = Renames(tuple(RenameRule.parse(line) for line in sections.get(RENAMES_SECTION, ())), renamed_by)
     except ValueError as error:
         raise SnapshotError(f"{RENAMES_SECTION!r}: {error}", source=source) from error
     return Snapshot(header=header, lines=sections[SEPARATOR], adapter_lines=sections.get(ADAPTERS_SECTION),
                     renames=renames)
 
 
-def _body_sections(lines: list[str], *, source: str | None) -> dict[str, tuple[str, ...]]:
-    """Section line -> its lines (the frozen names under :data:`SEPARATOR`); sections in :data:`SECTIONS` order, each once."""
+def _body_sections(lines: list[str], *, source: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
+    """Section -> its lines (the frozen names under :data:`SEPARATOR`), sections in :data:`SECTIONS`
+    order, each once; and what gave the renames (the text after the renames section's ``: ``)."""
     starts = [index for index, line in enumerate(lines) if line.startswith(SEPARATOR)]
     found = [lines[index] for index in starts]
-    if any(line not in SECTIONS for line in found) or found != sorted(set(found), key=SECTIONS.index):
+    titles = [RENAMES_SECTION if line.startswith(f"{RENAMES_SECTION}: ") else line for line in found]
+    if any(title not in SECTIONS for title in titles) or titles != sorted(set(titles), key=SECTIONS.index):
         shown = ", ".join(repr(line) for line in found)
-        expected = " and ".join(repr(section) for section in SECTIONS)
+        expected = f"{ADAPTERS_SECTION!r} and {RENAMES_SECTION + ': <source>'!r}"
         raise SnapshotError(f"the names may be followed by {expected} sections, in that order and once each; found {shown}",
                             source=source)
+    renamed_by = next((line.partition(": ")[2] for line in found if line.startswith(RENAMES_SECTION)), "")
     bounds = [-1, *starts, len(lines)]
-    titles = [SEPARATOR, *found]
-    return {title: _names(lines[start + 1 : end]) for title, start, end in zip(titles, bounds, bounds[1:])}
+    return ({title: _names(lines[start + 1 : end]) for title, start, end in zip([SEPARATOR, *titles], bounds, bounds[1:])},
+            renamed_by)
 
 
 def _names(lines: list[str]) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
-from mmfreeze.models.renames import RenameRule, Renames
+from mmfreeze.models.renames import Renames
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
 from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
@@ -29,8 +29,8 @@ from mmfreeze.versions import installed_version
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
 
-RECORD_FORMAT_VERSION = 6
-"""5 added ``adapter_lines``, 6 ``renames``: an older record, without them, is a miss."""
+RECORD_FORMAT_VERSION = 7
+"""5 added ``adapter_lines``, 7 ``renames``: an older record, without them, is a miss."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +99,7 @@ class FrozenSetRecord:
         return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines, renames=self.renames)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "renames": list(self.renames.lines()), "format": RECORD_FORMAT_VERSION}
+        return {**asdict(self), "renames": self.renames.to_json(), "format": RECORD_FORMAT_VERSION}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FrozenSetRecord:
@@ -108,7 +108,7 @@ class FrozenSetRecord:
         fields = {name: value for name, value in data.items() if name != "format"}
         adapters = data["adapter_lines"]
         return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters),
-                      "renames": Renames(tuple(RenameRule.parse(line) for line in data["renames"]))})
+                      "renames": Renames.from_json(data["renames"])})
 
 
 @dataclass(frozen=True, kw_only=True)

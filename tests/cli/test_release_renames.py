@@ -26,6 +26,7 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
 from tests.cli.test_snapshot import run
 from tests.conftest import REPO_ROOT
+from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
@@ -62,8 +63,10 @@ def expected_groups(counts: dict[str, int]) -> list[tuple[str, str, int]]:
     return sorted(groups)
 
 
-def check(root: Path, snapshot_dir: Path, recipes: list[str], report: Path) -> tuple[int, dict]:
-    result = run(root, "--check", "--builder", "transformers", "--snapshot-dir", str(snapshot_dir),
+def check(
+    root: Path, snapshot_dir: Path, recipes: list[str], report: Path, builder: str = "transformers"
+) -> tuple[int, dict]:
+    result = run(root, "--check", "--builder", builder, "--snapshot-dir", str(snapshot_dir),
                  "--report", "json", "--report-file", str(report), *recipes)
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, json.loads(report.read_text())
@@ -143,3 +146,33 @@ def test_update_writes_the_current_releases_names(tmp_path: Path) -> None:
     names = [line for line in stored.read_text().split("\n---\n", 1)[1].splitlines() if line.startswith("thinker.")]
     visual = "thinker.model.visual." if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else "thinker.visual."
     assert any(name.startswith(visual) for name in names)
+
+
+QWEN3_VL_MOE = "example_configs/vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_medpix.yaml"
+"""Under 5.24 the framework's own Qwen3-VL-MoE does not import (it needs its pin), so the framework,
+and mmfreeze with it, builds the transformers class there: this test runs in `.ci/framework_env`."""
+GEMMA3 = "example_configs/vlm_finetune/gemma3/gemma3_4b_cord_v2.yaml"
+
+
+@requires_framework
+def test_the_frameworks_own_classes_read_a_transformers_snapshot_through_their_state_dict_adapter(
+    tmp_path: Path,
+) -> None:
+    """The committed snapshots are the transformers classes'. The framework's Qwen3-VL-MoE names its
+    experts ``down_projs`` / ``gate_and_up_projs``; its state-dict adapter writes them as the
+    checkpoint's ``down_proj`` / ``gate_up_proj``, so the builder switch reads "renamed". Gemma 3,
+    built by the framework as transformers' class, differs in the header's builder alone."""
+    status, report = check(REPO_ROOT, Path("snapshots"), [QWEN3_VL_MOE, GEMMA3], tmp_path / "report.json",
+                           builder="framework")
+    outcomes = {outcome["recipe"]: outcome for outcome in report["recipes"]}
+    assert status == ExitCode.RENAMED, report["summary"]
+    moe = outcomes[QWEN3_VL_MOE]["change"]
+    assert outcomes[QWEN3_VL_MOE]["status"] == "renamed"
+    assert [(g["stored"], g["current"], g["tensors"], g["mapping"]) for g in moe["renamed"]] == [
+        ("model.language_model.layers.#.mlp.experts.down_proj", "model.language_model.layers.#.mlp.experts.down_projs",
+         48, "nemo-automodel 0.7.0 Qwen3VLMoeStateDictAdapter"),
+        ("model.language_model.layers.#.mlp.experts.gate_up_proj",
+         "model.language_model.layers.#.mlp.experts.gate_and_up_projs", 48, "nemo-automodel 0.7.0 Qwen3VLMoeStateDictAdapter"),
+    ]
+    assert {h["field"] for h in moe["header_changes"]} >= {"builder", "divergence"}
+    assert outcomes[GEMMA3]["status"] == "version_only"

@@ -27,9 +27,11 @@ from mmfreeze.models.renames import Renames
 from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
 from tests.nemo.framework_pipeline import fresh_model
 
-pytestmark = pytest.mark.skipif(
-    installed_version("transformers") != SNAPSHOT_TRANSFORMERS_VERSION,
-    reason=f"the fixture names 5.18 paths, which transformers {SNAPSHOT_TRANSFORMERS_VERSION} renamed")
+pytestmark = [
+    pytest.mark.slow,  # builds the 7B Qwen2.5-Omni (thinker, talker, token2wav) on meta, and runs the framework on it
+    pytest.mark.skipif(installed_version("transformers") != SNAPSHOT_TRANSFORMERS_VERSION,
+                       reason=f"the fixture names 5.18 paths, which transformers {SNAPSHOT_TRANSFORMERS_VERSION} renamed"),
+]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "release_renames" / "qwen2_5_omni_7b_towers_frozen.yaml"
 

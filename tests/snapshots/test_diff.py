@@ -88,7 +88,8 @@ def test_a_change_is_version_only_when_only_release_fields_of_the_header_moved(
     assert change.version_only is version_only and not change.renamed_only
 
 
-RENAMES_524 = Renames((RenameRule("t.visual", "t.model.visual"), RenameRule("t.model", "t.model.language_model")))
+RENAMES_524 = Renames((RenameRule("t.visual", "t.model.visual"), RenameRule("t.model", "t.model.language_model")),
+                      "transformers 5.24.0 conversion mapping")
 """A 5.24-style thinker: the checkpoint's ``t.visual`` and ``t.model`` nest under ``t.model``."""
 NAMES_518 = {"t.visual.b.0.w": 4, "t.visual.b.1.w": 4, "t.model.layers.0.w": 8, "t.head.w": 2}
 NAMES_524 = {"t.model.visual.b.0.w": 4, "t.model.visual.b.1.w": 4, "t.model.language_model.layers.0.w": 8, "t.head.w": 2}

@@ -78,7 +78,7 @@ def test_a_second_or_unknown_section_line_is_a_snapshot_error_naming_it(section:
 
 
 RENAMES = Renames((RenameRule("visual", "model.visual"), RenameRule("model", "model.language_model"),
-                   RenameRule("lm_head.w", "head.w", prefix=False)))
+                   RenameRule("lm_head.w", "head.w", prefix=False)), "transformers 5.24.0 conversion mapping")
 
 
 def test_checkpoint_renames_follow_every_name_sorted_and_round_trip() -> None:
@@ -86,7 +86,7 @@ def test_checkpoint_renames_follow_every_name_sorted_and_round_trip() -> None:
 
     snapshot = replace(LORA_SNAPSHOT, renames=RENAMES)
     text = render_snapshot(snapshot)
-    assert text.endswith(f"{RENAMES_SECTION}\nlm_head.w -> head.w\nmodel.* -> model.language_model.*\n"
+    assert text.endswith(f"{RENAMES_SECTION}: transformers 5.24.0 conversion mapping\nlm_head.w -> head.w\nmodel.* -> model.language_model.*\n"
                          "visual.* -> model.visual.*\n")
     assert parse_snapshot(text) == snapshot
     assert ADAPTERS_SECTION in text.split(RENAMES_SECTION)[0]  # adapters first
@@ -97,14 +97,14 @@ def test_a_model_without_renames_has_no_renames_section() -> None:
 
 
 def test_renames_before_the_adapters_are_a_snapshot_error() -> None:
-    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}\nvisual.* -> model.visual.*\n{ADAPTERS_SECTION}\nq.lora_A.w\n"
+    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}: x\nvisual.* -> model.visual.*\n{ADAPTERS_SECTION}\nq.lora_A.w\n"
     with pytest.raises(SnapshotError, match="in that order and once each"):
         parse_snapshot(text, source="snap.txt")
 
 
 @pytest.mark.parametrize("line", ["visual.* model.visual.*", "visual.* -> model.visual", " -> x"])
 def test_a_bad_rename_line_is_a_snapshot_error_showing_the_shapes(line: str) -> None:
-    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}\n{line}\n"
+    text = render_snapshot(SNAPSHOT) + f"{RENAMES_SECTION}: x\n{line}\n"
     with pytest.raises(SnapshotError, match=r"'--- checkpoint renames': a rename is `checkpoint\.\* -> model\.\*`"):
         parse_snapshot(text, source="snap.txt")
 
