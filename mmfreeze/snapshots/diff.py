@@ -84,11 +84,15 @@ class ReleaseNames:
             mappings.append(f"{self.stored.source} recorded in the snapshot, reversed")
         if current is not None:
             mappings.append(self.current.source)
-        return RenameGroup(
-            stored=_pattern(stored, "model") if stored is not None else _pattern(current, "checkpoint"),
-            current=_pattern(current, "model") if current is not None else _pattern(stored, "checkpoint"),
-            tensors=tensors, mapping=" then ".join(mappings),
-        )
+        # A name renamed by one release only is the checkpoint's name on the other side.
+        if stored is None or current is None:
+            rule = stored or current
+            assert rule is not None, "a renamed tensor has a rule on at least one side"
+            ends = (_pattern(rule, "model"), _pattern(rule, "checkpoint"))
+            old, new = ends if stored is not None else ends[::-1]
+        else:
+            old, new = _pattern(stored, "model"), _pattern(current, "model")
+        return RenameGroup(stored=old, current=new, tensors=tensors, mapping=" then ".join(mappings))
 
 
 def _kept(name: str, other: Renames, own: Renames) -> bool:
@@ -105,9 +109,8 @@ def _kept(name: str, other: Renames, own: Renames) -> bool:
     return own.rule_from_model(name) is None and other.rule_from_checkpoint(name) is None
 
 
-def _pattern(rule: RenameRule | None, side: str) -> str:
+def _pattern(rule: RenameRule, side: str) -> str:
     """One side of a rule as a reviewer reads it: ``thinker.visual.*``, or a whole name."""
-    assert rule is not None  # the caller picks a side that has a rule
     return getattr(rule, side) + (".*" if rule.prefix else "")
 
 
