@@ -92,6 +92,11 @@ class MigrationError(MmfreezeError):
     """A file cannot be migrated safely."""
 
 
+class NoNewVocabularyEquivalent(MigrationError):
+    """A valid framework-vocabulary section means what the new vocabulary cannot say (it unfreezes
+    what PEFT or the model froze): it stays as it is, which snapshots and the integration support."""
+
+
 class SnapshotError(MmfreezeError):
     """Snapshot files are unreadable or inconsistent."""
 

@@ -9,7 +9,7 @@ undoes. A new-vocabulary section takes the `freeze_config` step's place and only
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mmfreeze.freeze.keys import Vocabulary, detect_vocabulary
@@ -41,6 +41,9 @@ class FrozenSetResult:
     """The trained structure: the built model plus LoRA adapters when the recipe has `peft:`."""
     adapters: frozenset[str] | None
     """The LoRA adapter names in ``structure`` when the recipe has `peft:` (``None`` without it)."""
+    rates: Mapping[tuple[float, float], frozenset[str]] = field(default_factory=dict)
+    """Trainable tensors the optimizer's `param_group_overrides` put at another ``(lr_mult,
+    wd_mult)`` than ``(1, 1)`` (:func:`mmfreeze.freeze.param_groups.rates_of`)."""
 
     @property
     def frozen(self) -> frozenset[str]:

@@ -10,7 +10,7 @@ resolver. Every caller that loads a recipe's model, or computes what it trains, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,13 +28,22 @@ if TYPE_CHECKING:
 
 def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult:
     """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
-    `multimodal` overrides through the engine (the snapshot's set)."""
+    `multimodal` overrides through the engine (the snapshot's set). Its optimizer's
+    `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`)."""
     # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
     from mmfreeze.freeze.engine import compute_frozen_set
+    from mmfreeze.freeze.param_groups import check_overrides, rates_of
+    from mmfreeze.recipes.optimizer import parse_optimizer
     from mmfreeze.resolver.overrides import override_specs
 
-    return compute_frozen_set(structure, recipe.document, source=recipe.display_path,
-                              override_specs=override_specs(recipe.module_overrides), rules=recipe.framework)
+    result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
+                                override_specs=override_specs(recipe.module_overrides), rules=recipe.framework)
+    optimizer = parse_optimizer(recipe.document, source=recipe.display_path)
+    if optimizer is None or not optimizer.overrides:
+        return result
+    names = [info.name for info in result.structure.parameters]
+    groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path)
+    return replace(result, rates=rates_of(groups))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any
 
 from mmfreeze.counts import count_text
-from mmfreeze.exceptions import MigrationError
+from mmfreeze.exceptions import MigrationError, NoNewVocabularyEquivalent
 from mmfreeze.freeze.engine import BUILT_FROZEN_RULE, PEFT_BASELINE_RULE
 from mmfreeze.freeze.targets import FROZEN_BEFORE, LANGUAGE_MODEL_KEY, group_key
 from mmfreeze.migrate.compare import group_parameters
@@ -95,7 +95,7 @@ def _refuse_unfreezing(goal: Goal) -> None:
     if unfrozen:
         groups = group_parameters(unfrozen, goal.task.targets)
         shown = ", ".join(f"{group.label} ({group.describe()})" for group in groups)
-        raise MigrationError(
+        raise NoNewVocabularyEquivalent(
             f"the framework's result makes trainable {describe_total(groups)} that are frozen before the section "
             f"runs (built frozen or by the PEFT baseline): {shown}. The new vocabulary never unfreezes those "
             "(`except` only carves out of what the section itself freezes); nothing written, keep this section "

@@ -13,7 +13,7 @@ from mmfreeze.resolver.labels import ModuleGroup, describe_total
 
 Status = Literal[
     "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
-    "python-rewritten", "unchanged", "skipped",
+    "python-rewritten", "unchanged", "skipped", "kept",
 ]
 REPORT_FORMATS = ("text", "markdown", "json")
 PYTHON_NOTE = (

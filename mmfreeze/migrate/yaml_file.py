@@ -17,7 +17,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.distributed.native import native_support
-from mmfreeze.exceptions import MigrationError, MmfreezeError
+from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
 from mmfreeze.models.framework import choose_builder
@@ -57,6 +57,8 @@ def migrate_yaml(
         context = YamlContext(source=display, migration=plan.migration, moves=plan.moves)
         new_text, rules = _apply_rules(text, context, disabled)
         _verify(document, new_text, plan, rules, source=display)
+    except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
+        return FileResult(display=display, old_text=text, new_text=text, status="kept", notes=(str(error),))
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
     result = _result(display, text, new_text, rules, document, plan)

@@ -13,9 +13,10 @@ not changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from mmfreeze.freeze.param_groups import DEFAULT_RATE, Rate
 from mmfreeze.models.lora import ADAPTER_MARK
 from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.resolver.labels import ModuleGroup, group_names
@@ -115,6 +116,18 @@ def _pattern(rule: RenameRule, side: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RateChange:
+    """Tensors trainable before and now whose ``(lr_mult, wd_mult)`` went from ``old`` to ``new``."""
+
+    old: Rate
+    new: Rate
+    groups: tuple[ModuleGroup, ...]
+
+    def describe(self) -> str:
+        return f"lr_mult {self.old[0]:g}, wd_mult {self.old[1]:g} -> lr_mult {self.new[0]:g}, wd_mult {self.new[1]:g}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecipeChange:
     """The behaviour change of one recipe: what is frozen now that was not, and the reverse; which
     LoRA adapters it adds now that it did not, and the reverse."""
@@ -131,6 +144,8 @@ class RecipeChange:
     unmapped: tuple[ModuleGroup, ...] = ()
     """Stored frozen names that name no tensor of the current model, directly or through a rename
     (a removed layer, or a move neither release's mapping knows); they count 0 parameters."""
+    rate_changes: tuple[RateChange, ...] = ()
+    """Tensors trainable in both whose optimizer multipliers changed, by old and new rate."""
     renamed: tuple[RenameGroup, ...] = ()
     """The current model's tensors whose stored name differs, by the mapping that renamed them."""
     stored_names: Mapping[str, str] = field(default_factory=dict)
@@ -140,7 +155,7 @@ class RecipeChange:
     def moved(self) -> bool:
         """Whether any stored name's trainability, or any adapter, differs (after renames)."""
         return bool(self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
-                    or self.unmapped)
+                    or self.unmapped or self.rate_changes)
 
     @property
     def version_only(self) -> bool:
@@ -205,6 +220,25 @@ def diff_snapshots(
         adapters_added=group_names(new.adapters - old_adapters, numel_of=numel_of, group_of=adapter_group),
         adapters_removed=group_names(removed, numel_of=numel_of, group_of=adapter_group),
         unmapped=group_names(gone, numel_of=numel_of, group_of=group_of),
+        rate_changes=_rate_changes(old, new, names, old_frozen, numel_of=numel_of, group_of=group_of),
         renamed=names.renamed(numel_of),
         stored_names={name: stored for name in moved if (stored := names.to_stored(name)) != name},
     )
+
+
+def _rate_changes(
+    old: Snapshot, new: Snapshot, names: ReleaseNames, old_frozen: Collection[str], *,
+    numel_of: Mapping[str, int], group_of: Callable[[str], str],
+) -> tuple[RateChange, ...]:
+    """Rate changes of the tensors trainable in both snapshots (a newly trainable tensor is reported
+    as such, whatever its rate)."""
+    old_rate = {names.to_current(name): rate for name, rate in old.rate_of.items()}
+    moved: dict[tuple[Rate, Rate], set[str]] = {}
+    for name in set(old_rate) | set(new.rate_of):
+        if name in new.frozen or name in old_frozen or name not in numel_of:
+            continue
+        before, after = old_rate.get(name, DEFAULT_RATE), new.rate_of.get(name, DEFAULT_RATE)
+        if before != after:
+            moved.setdefault((before, after), set()).add(name)
+    return tuple(RateChange(old=before, new=after, groups=group_names(found, numel_of=numel_of, group_of=group_of))
+                 for (before, after), found in sorted(moved.items()))

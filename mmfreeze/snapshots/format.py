@@ -1,6 +1,6 @@
 """The snapshot file: a short stable header, the frozen parameter names, then, for a recipe with
-`peft:`, its LoRA adapter names, then, for a model whose names are not its checkpoint's, the
-checkpoint renames of the transformers release that built it (pure text <-> data).
+`peft:`, its LoRA adapter names, then the tensors its optimizer trains at another rate, then, for a
+model whose names are not its checkpoint's, the checkpoint renames of what built it (pure text <-> data).
 
 Example::
 
@@ -54,12 +54,16 @@ between releases (5.24 moved the Qwen-Omni thinker's towers under ``model``) and
 compared under another release, which may not know this one's mapping: the comparison maps the
 stored names through them onto the current model's (:mod:`mmfreeze.snapshots.diff`).
 
+A recipe whose optimizer puts tensors at another rate than the base one lists them, one section
+per ``(lr_mult, wd_mult)``, after the adapters (``--- rate: lr_mult 0.1, wd_mult 1``).
+
 Format 3 added ``builder`` and ``divergence``; format 4 the ``--- lora adapters`` section; format 5
-the ``--- checkpoint renames`` section.
+the ``--- rate`` and ``--- checkpoint renames`` sections.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -73,10 +77,14 @@ TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `
 SEPARATOR = "---"
 ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
 """The line after the frozen names that starts the LoRA adapter names."""
+RATE_SECTION = f"{SEPARATOR} rate"
+"""The line that starts the trainable tensors at one ``lr_mult``/``wd_mult`` other than 1/1:
+``--- rate: lr_mult 0.1, wd_mult 1``; one section per rate, after the adapters."""
 RENAMES_SECTION = f"{SEPARATOR} checkpoint renames"
 """The line that starts the checkpoint renames, after every name, followed by ``: <what gave them>``."""
-SECTIONS = (ADAPTERS_SECTION, RENAMES_SECTION)
-"""The body's sections after the frozen names, in the order they are written."""
+SECTIONS = (ADAPTERS_SECTION, RATE_SECTION, RENAMES_SECTION)
+"""The body's sections after the frozen names, in the order they are written (only rates repeat)."""
+_RATE_TITLE = re.compile(rf"^{RATE_SECTION}: lr_mult (?P<lr>[0-9.e+-]+), wd_mult (?P<wd>[0-9.e+-]+)$")
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -110,14 +118,34 @@ class SnapshotHeader:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RateLines:
+    """The trainable tensors at one rate, stored as the frozen names are."""
+
+    lr_mult: float
+    wd_mult: float
+    lines: tuple[str, ...]
+
+    def title(self) -> str:
+        return f"{RATE_SECTION}: lr_mult {self.lr_mult:g}, wd_mult {self.wd_mult:g}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Snapshot:
     header: SnapshotHeader
     lines: tuple[str, ...]
     """The frozen names as the file stores them: sorted and range-compressed (see ``compress``)."""
     adapter_lines: tuple[str, ...] | None = None
     """The LoRA adapter names of a recipe with `peft:`, stored as ``lines`` are; ``None``: no `peft:`."""
+    rates: tuple[RateLines, ...] = ()
+    """The trainable tensors the optimizer's `param_group_overrides` put at another rate, by rate
+    (sorted); none when every tensor trains at the base rate."""
     renames: Renames = Renames()
     """How the checkpoint's names became the stored ones (none: they are the checkpoint's)."""
+
+    @cached_property
+    def rate_of(self) -> dict[str, tuple[float, float]]:
+        """Tensor -> its ``(lr_mult, wd_mult)``, for the tensors not at ``(1, 1)``."""
+        return {name: (rate.lr_mult, rate.wd_mult) for rate in self.rates for name in expand_lines(rate.lines)}
 
     @cached_property
     def frozen(self) -> frozenset[str]:
@@ -150,6 +178,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
     lines += snapshot.lines
     if snapshot.adapter_lines is not None:
         lines += [ADAPTERS_SECTION, *snapshot.adapter_lines]
+    for rate in sorted(snapshot.rates, key=lambda rate: (rate.lr_mult, rate.wd_mult)):
+        lines += [rate.title(), *rate.lines]
     if snapshot.renames.rules:
         _check_storable(snapshot.renames.source, header.recipe)
         lines += [f"{RENAMES_SECTION}: {snapshot.renames.source}", *snapshot.renames.lines()]
@@ -197,30 +227,47 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
         header = SnapshotHeader(**{k: int(v) if k in _INT_FIELDS else v for k, v in values.items()})
     except (TypeError, ValueError) as error:
         raise SnapshotError(f"bad header: {error}", source=source) from error
-    sections, renamed_by = _body_sections(body.split("\n"), source=source)
+    sections = _body_sections(body.split("\n"), source=source)
+    frozen = next(lines for kind, _, lines in sections if kind == SEPARATOR)
+    adapters = next((lines for kind, _, lines in sections if kind == ADAPTERS_SECTION), None)
+    rates = tuple(RateLines(lr_mult=float(match["lr"]), wd_mult=float(match["wd"]), lines=lines)
+                  for kind, match, lines in sections if kind == RATE_SECTION)
+    renamed = next(((title, lines) for kind, title, lines in sections if kind == RENAMES_SECTION), None)
     try:
-        renames = Renames(tuple(RenameRule.parse(line) for line in sections.get(RENAMES_SECTION, ())), renamed_by)
+        renames = Renames() if renamed is None else Renames(
+            tuple(RenameRule.parse(line) for line in renamed[1]), renamed[0].partition(": ")[2])
     except ValueError as error:
         raise SnapshotError(f"{RENAMES_SECTION!r}: {error}", source=source) from error
-    return Snapshot(header=header, lines=sections[SEPARATOR], adapter_lines=sections.get(ADAPTERS_SECTION),
-                    renames=renames)
+    return Snapshot(header=header, lines=frozen, adapter_lines=adapters, rates=rates, renames=renames)
 
 
-def _body_sections(lines: list[str], *, source: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
-    """Section -> its lines (the frozen names under :data:`SEPARATOR`), sections in :data:`SECTIONS`
-    order, each once; and what gave the renames (the text after the renames section's ``: ``)."""
+def _body_sections(lines: list[str], *, source: str | None) -> list[tuple[str, Any, tuple[str, ...]]]:
+    """(kind, title or rate match, lines) per section, the frozen names first (kind :data:`SEPARATOR`);
+    the sections in :data:`SECTIONS` order, each once but for rates, one per rate."""
     starts = [index for index, line in enumerate(lines) if line.startswith(SEPARATOR)]
     found = [lines[index] for index in starts]
-    titles = [RENAMES_SECTION if line.startswith(f"{RENAMES_SECTION}: ") else line for line in found]
-    if any(title not in SECTIONS for title in titles) or titles != sorted(set(titles), key=SECTIONS.index):
+    kinds = [_section_kind(line) for line in found]
+    order = [SECTIONS.index(kind) if kind in SECTIONS else -1 for kind in kinds]
+    repeated = [kind for kind in set(kinds) if kind != RATE_SECTION and kinds.count(kind) > 1]
+    if -1 in order or order != sorted(order) or repeated or len(set(found)) != len(found):
         shown = ", ".join(repr(line) for line in found)
-        expected = f"{ADAPTERS_SECTION!r} and {RENAMES_SECTION + ': <source>'!r}"
+        expected = (f"{ADAPTERS_SECTION!r}, {RATE_SECTION + ': lr_mult <x>, wd_mult <y>'!r} (one per rate) and "
+                    f"{RENAMES_SECTION + ': <source>'!r}")
         raise SnapshotError(f"the names may be followed by {expected} sections, in that order and once each; found {shown}",
                             source=source)
-    renamed_by = next((line.partition(": ")[2] for line in found if line.startswith(RENAMES_SECTION)), "")
     bounds = [-1, *starts, len(lines)]
-    return ({title: _names(lines[start + 1 : end]) for title, start, end in zip([SEPARATOR, *titles], bounds, bounds[1:])},
-            renamed_by)
+    details = [None, *(_RATE_TITLE.match(line) if kind == RATE_SECTION else line for kind, line in zip(kinds, found))]
+    return [(kind, detail, _names(lines[start + 1 : end]))
+            for kind, detail, start, end in zip([SEPARATOR, *kinds], details, bounds, bounds[1:])]
+
+
+def _section_kind(line: str) -> str:
+    """Which section a separator line starts (the line itself when it is none of them)."""
+    if line.startswith(f"{RENAMES_SECTION}: "):
+        return RENAMES_SECTION
+    if _RATE_TITLE.match(line):
+        return RATE_SECTION
+    return line
 
 
 def _names(lines: list[str]) -> tuple[str, ...]:

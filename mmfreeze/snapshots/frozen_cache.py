@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.models.renames import Renames
+from mmfreeze.recipes.optimizer import grouping_material
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
-from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, body_lines
+from mmfreeze.snapshots.format import RateLines, Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
 
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
 
-RECORD_FORMAT_VERSION = 7
-"""5 added ``adapter_lines``, 7 ``renames``: an older record, without them, is a miss."""
+RECORD_FORMAT_VERSION = 8
+"""5 added ``adapter_lines``, 7 ``renames``, 8 ``rates``: an older record, without them, is a miss."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +57,8 @@ class FrozenSetRecord:
     """The framework's label when its class stood in for a missing transformers one, from the structure."""
     renames: Renames = Renames()
     """The structure's checkpoint renames (the snapshot stores them)."""
+    rates: tuple[RateLines, ...] = ()
+    """The trainable tensors at another rate than 1/1, in stored form."""
 
     @classmethod
     def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
@@ -74,6 +77,8 @@ class FrozenSetRecord:
             build_note=structure.build_note,
             built_by=structure.built_by,
             renames=structure.checkpoint_renames,
+            rates=tuple(RateLines(lr_mult=lr, wd_mult=wd, lines=body_lines(names, recipe=recipe))
+                        for (lr, wd), names in sorted(result.rates.items())),
         )
 
     def snapshot(
@@ -96,7 +101,8 @@ class FrozenSetRecord:
             frozen_parameters=self.frozen_parameters,
             trainable_parameters=self.trainable_parameters,
         )
-        return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines, renames=self.renames)
+        return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines, rates=self.rates,
+                        renames=self.renames)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "renames": self.renames.to_json(), "format": RECORD_FORMAT_VERSION}
@@ -108,7 +114,9 @@ class FrozenSetRecord:
         fields = {name: value for name, value in data.items() if name != "format"}
         adapters = data["adapter_lines"]
         return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters),
-                      "renames": Renames.from_json(data["renames"])})
+                      "renames": Renames.from_json(data["renames"]),
+                      "rates": tuple(RateLines(lr_mult=rate["lr_mult"], wd_mult=rate["wd_mult"], lines=tuple(rate["lines"]))
+                                     for rate in data["rates"])})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,9 +146,11 @@ CachedComputation = FrozenSetRecord | FailedComputation
 
 def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str, release: str) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
-    reads, the code that reads them, and the framework release whose rules apply."""
+    reads, the code that reads them, and the framework release whose rules apply; and its
+    optimizer's grouping, whose silent cases fail the computation."""
     sections = {name: document.get(name) for name in TRAINABILITY_SECTIONS}
-    material = json.dumps([structure_key, code_fingerprint, sections, release], sort_keys=True, default=str)
+    material = json.dumps([structure_key, code_fingerprint, sections, grouping_material(document), release],
+                          sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 

@@ -51,7 +51,8 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
         yield f"  {header.field}: {header.old} -> {header.new}"
     for title, groups in (("newly frozen", change.newly_frozen), ("newly trainable", change.newly_trainable),
                           ("adapters added", change.adapters_added), ("adapters removed", change.adapters_removed),
-                          (UNMAPPED_TITLE, change.unmapped)):
+                          (UNMAPPED_TITLE, change.unmapped),
+                          *((f"rate {rates.describe()}", rates.groups) for rates in change.rate_changes)):
         yield from _text_groups(title, groups, change.stored_names)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
@@ -126,6 +127,7 @@ def _md_what_moved(change: RecipeChange) -> str:
              for verb, groups in (("added", change.adapters_added), ("removed", change.adapters_removed)) if groups]
     if change.unmapped:
         moved.append(f"not mapped: {describe_total(change.unmapped)}")
+    moved += [f"rate {rates.describe()}: {describe_total(rates.groups)}" for rates in change.rate_changes]
     if change.renamed:
         moved.append(f"renamed: {renamed_total(change.renamed)}")
     if change.header_changes:
@@ -176,7 +178,8 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
         for title, groups in (("Newly frozen", change.newly_frozen), ("Newly trainable", change.newly_trainable),
                               ("LoRA adapters added", change.adapters_added),
                               ("LoRA adapters removed", change.adapters_removed),
-                              (UNMAPPED_TITLE.capitalize(), change.unmapped)):
+                              (UNMAPPED_TITLE.capitalize(), change.unmapped),
+                              *((f"Rate {rates.describe()}", rates.groups) for rates in change.rate_changes)):
             yield from _md_groups(title, groups, change.stored_names)
         yield from _md_renamed(change.renamed)
     yield "</details>\n"

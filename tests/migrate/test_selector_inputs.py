@@ -57,13 +57,16 @@ def test_a_selector_matching_nothing_is_an_input_error_with_a_did_you_mean(migra
     assert ":4: freeze_config.freeze_modules[0]:" in result.error and f"(did you mean {suggestion}?)" in result.error
 
 
-def test_an_unfreeze_of_what_the_peft_baseline_froze_cannot_be_preserved_and_says_so(migrate):
+def test_an_unfreeze_of_what_the_peft_baseline_froze_is_kept_in_the_frameworks_vocabulary_and_says_why(migrate):
+    """No new section says it, and the section is valid: the file is kept, and the run does not fail."""
+    from mmfreeze.migrate.run import is_failure
+
     result = migrate("  unfreeze_modules: [{path: model.visual.merger}]\n", extra=LORA)
-    assert result.status == "skipped" and not result.changed
-    assert ("recipe.yaml:7: freeze_config: the framework's result makes trainable 6 tensors / 34.1M parameters"
-            in result.error)
-    assert "model.visual.merger (vision projector) (6 tensors / 34.1M parameters)" in result.error
-    assert "nothing written" in result.error
+    assert result.status == "kept" and not result.changed and result.error is None and not is_failure(result, strict=True)
+    [why] = result.notes
+    assert "recipe.yaml:7: freeze_config: the framework's result makes trainable 6 tensors / 34.1M parameters" in why
+    assert "model.visual.merger (vision projector) (6 tensors / 34.1M parameters)" in why
+    assert "nothing written, keep this section in nemo-automodel's vocabulary" in why
 
 
 def test_intent_translates_selectors_entry_by_entry(migrate):

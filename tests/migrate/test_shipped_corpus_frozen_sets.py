@@ -32,6 +32,14 @@ INTENDED_DIFFERENCES = {
         {"newly frozen": {"model.language_model.embed_tokens": 1},
          "newly trainable": {"model.visual.deepstack_merger_list": 18, "model.visual.merger": 6}},
     ),
+    # Added as a nemo-automodel 0.7 recipe (issue 26): LoRA plus the projector trained in full, which
+    # only 0.7's unfreeze_modules can say under PEFT; its pre-migration copy is a fabricated legacy
+    # predecessor (LoRA alone, the projector frozen by the PEFT baseline, no rate of its own).
+    "vlm_peft/llava/llava_1_5_7b_lora_projector_rate.yaml": (
+        "fabricated legacy predecessor: the projector trains only in the shipped recipe",
+        {"newly frozen": {}, "newly trainable": {"model.multi_modal_projector.linear_1": 2,
+                                                 "model.multi_modal_projector.linear_2": 2}},
+    ),
 }
 
 

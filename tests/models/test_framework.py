@@ -192,6 +192,7 @@ DIVERGENT: dict[str, str] = {
     "vlm_finetune/qwen3_vl/qwen3_vl_8b_docvqa_mergers.yaml": QWEN3_VL,
     "vlm_finetune/qwen3_vl/qwen3_vl_8b_long_video_cp.yaml": QWEN3_VL,
     "vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_cauldron_ep.yaml": QWEN3_VL_MOE,
+    "vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_cauldron_router_rate.yaml": QWEN3_VL_MOE,
     "vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_medpix.yaml": QWEN3_VL_MOE,
     "vlm_peft/kimi_k25/kimi_k25_lora_docvqa.yaml": KIMI,
     "vlm_peft/mistral3/mistral_small_lora_cord.yaml": MISTRAL3,

@@ -134,3 +134,26 @@ def test_a_stored_name_no_mapping_reaches_is_reported_as_not_mapped() -> None:
     assert [(g.label, g.tensors, g.parameters, g.names) for g in change.unmapped] == [
         ("t.model.audio", 1, 0, ("t.model.audio.w",))]
     assert change.newly_trainable == () and change.moved and not change.renamed_only
+
+
+def test_a_tensor_whose_rate_moved_is_a_change_by_old_and_new_rate() -> None:
+    from mmfreeze.snapshots.format import RateLines
+
+    old = replace(snapshot_of(HEADER, frozenset({"v.w"})), rates=(RateLines(lr_mult=0.1, wd_mult=1.0, lines=("p.w",)),))
+    new = replace(snapshot_of(HEADER, frozenset({"v.w"})),
+                  rates=(RateLines(lr_mult=10.0, wd_mult=1.0, lines=("p.w", "q.w")),))
+    change = diff_snapshots(old, new, numel_of={"v.w": 1, "p.w": 4, "q.w": 2, "r.w": 8}, group_of=prefix_group)
+    assert change.moved and not change.version_only
+    assert [(c.old, c.new, [(g.label, g.names) for g in c.groups]) for c in change.rate_changes] == [
+        ((0.1, 1.0), (10.0, 1.0), [("p", ("p.w",))]),
+        ((1.0, 1.0), (10.0, 1.0), [("q", ("q.w",))]),
+    ]
+
+
+def test_a_newly_trainable_tensor_is_not_also_a_rate_change() -> None:
+    from mmfreeze.snapshots.format import RateLines
+
+    old = snapshot_of(HEADER, frozenset({"v.w"}))
+    new = replace(snapshot_of(HEADER, frozenset()), rates=(RateLines(lr_mult=0.1, wd_mult=1.0, lines=("v.w",)),))
+    change = diff_snapshots(old, new, numel_of={"v.w": 1}, group_of=prefix_group)
+    assert [g.names for g in change.newly_trainable] == [("v.w",)] and change.rate_changes == ()

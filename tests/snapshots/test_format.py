@@ -136,3 +136,27 @@ def test_the_config_source_says_how_faithful_the_config_is(kind: str, provenance
     from mmfreeze.snapshots.format import describe_config_source
 
     assert describe_config_source(kind, provenance) == described
+
+
+def test_rates_follow_the_adapters_one_section_per_rate_sorted_and_round_trip() -> None:
+    from dataclasses import replace
+
+    from mmfreeze.snapshots.format import RateLines
+
+    rates = (RateLines(lr_mult=10.0, wd_mult=1.0, lines=("a.proj.w",)),
+             RateLines(lr_mult=0.1, wd_mult=0.0, lines=("a.layers.{0..1}.w",)))
+    snapshot = replace(LORA_SNAPSHOT, rates=rates, renames=RENAMES)
+    text = render_snapshot(snapshot)
+    body = text.split("\n---\n", 1)[1]
+    assert body.index("--- lora adapters") < body.index("--- rate: lr_mult 0.1, wd_mult 0\na.layers.{0..1}.w\n") \
+        < body.index("--- rate: lr_mult 10, wd_mult 1\na.proj.w\n") < body.index("--- checkpoint renames")
+    parsed = parse_snapshot(text)
+    assert parsed.rate_of == {"a.layers.0.w": (0.1, 0.0), "a.layers.1.w": (0.1, 0.0), "a.proj.w": (10.0, 1.0)}
+    assert parsed == replace(snapshot, rates=tuple(sorted(rates, key=lambda rate: rate.lr_mult)))
+
+
+@pytest.mark.parametrize("title", ["--- rate: lr 0.1", "--- rate: lr_mult 0.1, wd_mult 1\nx\n--- rate: lr_mult 0.1, wd_mult 1"])
+def test_a_malformed_or_repeated_rate_section_is_a_snapshot_error(title: str) -> None:
+    text = render_snapshot(SNAPSHOT) + f"{title}\nx\n"
+    with pytest.raises(SnapshotError, match="in that order and once each"):
+        parse_snapshot(text, source="snap.txt")

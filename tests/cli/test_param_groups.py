@@ -1,0 +1,95 @@
+"""Issue 26: optimizer groups in snapshots; the cases nemo-automodel 0.7.0 leaves silent are input errors.
+
+A tiny LLaVA (vision tower frozen) in a repository of its own; each recipe sets one
+`optimizer.param_group_overrides` list. `mmfreeze snapshot` reports the recipe, the entry's key,
+what exists, and whether the framework warns or says nothing; every other recipe is still checked.
+A recipe whose rates change is reported as changed, by old and new rate and module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.cli.exit_codes import ExitCode
+from tests.cli.test_explain import TINY_LLAVA
+from tests.cli.test_snapshot import run
+
+RECIPE = """\
+model:
+  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained
+  pretrained_model_name_or_path: ../ckpt
+freeze_config:
+  vision: {{tower: true, projector: false}}
+  language_model: false
+optimizer:
+  _target_: {target}
+  lr: 1.0e-5
+  param_group_overrides: {overrides}
+"""
+CASES = {
+    "no_match": ("torch.optim.AdamW", [{"pattern": "visual", "lr_mult": 0.1}],
+                 ["optimizer.param_group_overrides[0].pattern: pattern 'visual' matches no parameter of this model",
+                  "nemo-automodel 0.7.0 only logs a warning and trains on without the group"]),
+    "frozen_only": ("torch.optim.AdamW", [{"pattern": "vision_tower", "lr_mult": 0.1}],
+                    ["optimizer.param_group_overrides[0].pattern: pattern 'vision_tower' matches only frozen parameters",
+                     "(", "e.g. model.vision_tower.", "nemo-automodel 0.7.0 accepts it silently"]),
+    "shadowed": ("torch.optim.AdamW", [{"pattern": "layers", "lr_mult": 0.5}, {"pattern": r"language_model\.layers\.1",
+                                                                                  "lr_mult": 0.1}],
+                 ["optimizer.param_group_overrides[1].pattern: pattern 'language_model\\\\.layers\\\\.1' is fully "
+                  "shadowed: every trainable parameter it matches is taken by an earlier entry ([0]",
+                  "move it before them or remove it"]),
+    "dion": ("dion.Muon", [{"pattern": "multi_modal_projector", "lr_mult": 10.0}],
+             ["optimizer.param_group_overrides[0]: dion.Muon does its own parameter grouping and ignores "
+              "param_group_overrides (nemo-automodel 0.7.0 only logs a warning"]),
+    "bad_regex": ("torch.optim.AdamW", [{"pattern": "visual(", "lr_mult": 0.1}],
+                  ["optimizer.param_group_overrides[0].pattern: 'visual(' is not a Python regex"]),
+    "unknown_key": ("torch.optim.AdamW", [{"pattern": "visual", "lr_mul": 0.1}],
+                    ["optimizer.param_group_overrides[0].lr_mul: unknown key 'lr_mul' (did you mean 'lr_mult'?)",
+                     "ParamGroupOverride takes pattern, lr_mult, wd_mult"]),
+}
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
+    (tmp_path / "recipes").mkdir()
+    for name, (target, overrides, _) in CASES.items():
+        (tmp_path / "recipes" / f"{name}.yaml").write_text(RECIPE.format(target=target, overrides=json.dumps(overrides)))
+    good = [{"pattern": "multi_modal_projector", "lr_mult": 10.0}, {"pattern": "lm_head", "wd_mult": 0.0}]
+    (tmp_path / "recipes" / "good.yaml").write_text(RECIPE.format(target="torch.optim.AdamW", overrides=json.dumps(good)))
+    return tmp_path
+
+
+def test_each_silent_case_is_an_input_error_naming_the_recipe_and_the_entry(repository: Path) -> None:
+    result = run(repository, "recipes", "--update")
+    assert result.returncode == ExitCode.INPUT_ERROR, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    for name, (_, _, expected) in CASES.items():
+        line = next(line for line in result.stdout.splitlines() if line.startswith(f"recipes/{name}.yaml: input error"))
+        message = result.stdout.split(line, 1)[1].split("\nrecipes/", 1)[0]
+        for part in expected:
+            assert part in message, (name, part, message)
+    assert "recipes/good.yaml: new snapshot written" in result.stdout
+    assert not (repository / "snapshots" / "recipes" / "no_match.yaml.frozen.txt").exists()
+
+
+def test_a_changed_rate_is_reported_by_old_and_new_rate_and_module(repository: Path) -> None:
+    for name in CASES:
+        (repository / "recipes" / f"{name}.yaml").unlink()
+    assert run(repository, "recipes", "--update").returncode == ExitCode.OK
+    stored = (repository / "snapshots" / "recipes" / "good.yaml.frozen.txt").read_text()
+    assert "--- rate: lr_mult 0, wd_mult 0\n" not in stored
+    assert "--- rate: lr_mult 1, wd_mult 0\nlm_head.weight\n" in stored
+    assert "--- rate: lr_mult 10, wd_mult 1\nmodel.multi_modal_projector.linear_1.bias\n" in stored
+    recipe = repository / "recipes" / "good.yaml"
+    recipe.write_text(recipe.read_text().replace('"lr_mult": 10.0', '"lr_mult": 5.0'))
+    result = run(repository, "recipes", "--check")
+    assert result.returncode == ExitCode.CHANGED, result.stdout + result.stderr
+    assert "  rate lr_mult 10, wd_mult 1 -> lr_mult 5, wd_mult 1: 4 tensors" in result.stdout
+    assert "    model.multi_modal_projector (vision projector): 4 tensors" in result.stdout
+    assert "newly" not in result.stdout
