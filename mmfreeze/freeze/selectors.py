@@ -72,9 +72,13 @@ def unmatched(selector: ModuleSelector, *, matched_modules: int, module_paths: I
     return f"`glob: {selector.glob}` matches no module of this model{_glob_hint(selector.glob or '', module_paths)}; {GLOB_RULE}"
 
 
+def literal_head(glob: str) -> str:
+    """The text before a glob's first wildcard (``*``, ``?`` or ``[``): all of it when it has none."""
+    return glob[: min((glob.find(c) for c in "*?[" if c in glob), default=len(glob))]
+
+
 def _glob_hint(glob: str, module_paths: Iterable[str]) -> str:
     """The glob with its literal head replaced by the nearest real module path."""
-    head = glob[: min((glob.find(c) for c in "*?[" if c in glob), default=len(glob))]
-    literal = head.rstrip(".")
+    literal = literal_head(glob).rstrip(".")
     nearest = closest_paths(literal, module_paths, count=1, cutoff=0.6) if literal else []
     return suggestion(nearest[0] + glob[len(literal):]) if nearest else ""

@@ -28,7 +28,7 @@ from typing import Any
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.keys import SECTION
-from mmfreeze.freeze.selectors import MODULE_SELECTOR_KINDS, ModuleSelector
+from mmfreeze.freeze.selectors import MODULE_SELECTOR_KINDS, ModuleSelector, literal_head
 from mmfreeze.models.lora import wildcard_regex
 from mmfreeze.models.renames import Renames
 from mmfreeze.models.structure import ModelStructure
@@ -39,7 +39,6 @@ SELECTOR_LISTS = ("freeze_modules", "unfreeze_modules", "modules", "except")
 """The `freeze_config` lists whose entries name module paths: 0.7's two and the new vocabulary's two."""
 PATTERN_LISTS = ("target_modules", "exclude_modules")
 """The `peft` lists of module path patterns."""
-GLOB_CHARACTERS = "*?["
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,8 +127,8 @@ def _renamed(kind: str, value: str, renames: Renames) -> str:
     """A path renamed whole; a glob's literal head (up to the last dot before a wildcard) renamed."""
     if kind == "path":
         return renames.to_model(value)
-    wildcard = min((value.find(c) for c in GLOB_CHARACTERS if c in value), default=len(value))
-    head = value[:wildcard].rpartition(".")[0] if wildcard < len(value) else value
+    literal = literal_head(value)
+    head = literal.rpartition(".")[0] if literal != value else value
     return renames.to_model(head) + value[len(head):] if head else value
 
 
