@@ -34,6 +34,17 @@ def renamed_total(groups: Sequence[RenameGroup]) -> str:
     return tensor_text(sum(group.tensors for group in groups))
 
 
+def _change_sections(change: RecipeChange) -> Iterator[tuple[str, str, Sequence[ModuleGroup]]]:
+    """(text title, Markdown title, groups) of every kind of move a change lists, in report order."""
+    yield "newly frozen", "Newly frozen", change.newly_frozen
+    yield "newly trainable", "Newly trainable", change.newly_trainable
+    yield "adapters added", "LoRA adapters added", change.adapters_added
+    yield "adapters removed", "LoRA adapters removed", change.adapters_removed
+    yield UNMAPPED_TITLE, UNMAPPED_TITLE.capitalize(), change.unmapped
+    for rates in change.rate_changes:
+        yield f"rate {rates.describe()}", f"Rate {rates.describe()}", rates.groups
+
+
 def _text_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
     if not groups:
         return
@@ -49,10 +60,7 @@ def _text_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mappin
 def _text_change(change: RecipeChange) -> Iterator[str]:
     for header in change.header_changes:
         yield f"  {header.field}: {header.old} -> {header.new}"
-    for title, groups in (("newly frozen", change.newly_frozen), ("newly trainable", change.newly_trainable),
-                          ("adapters added", change.adapters_added), ("adapters removed", change.adapters_removed),
-                          (UNMAPPED_TITLE, change.unmapped),
-                          *((f"rate {rates.describe()}", rates.groups) for rates in change.rate_changes)):
+    for title, _, groups in _change_sections(change):
         yield from _text_groups(title, groups, change.stored_names)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
@@ -175,11 +183,7 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
         yield from (f"| {h.field} | {_md_code(str(h.old))} | {_md_code(str(h.new))} |" for h in change.header_changes)
         yield ""
     if change is not None:
-        for title, groups in (("Newly frozen", change.newly_frozen), ("Newly trainable", change.newly_trainable),
-                              ("LoRA adapters added", change.adapters_added),
-                              ("LoRA adapters removed", change.adapters_removed),
-                              (UNMAPPED_TITLE.capitalize(), change.unmapped),
-                              *((f"Rate {rates.describe()}", rates.groups) for rates in change.rate_changes)):
+        for _, title, groups in _change_sections(change):
             yield from _md_groups(title, groups, change.stored_names)
         yield from _md_renamed(change.renamed)
     yield "</details>\n"
