@@ -2,8 +2,10 @@
 
 0.7 builds `distributed.multimodal` with dataclass constructors (``recipes/_dist_utils.py``:
 ``MultimodalDistributedConfig(frozen_sharding, vision)``, ``MultimodalVisionConfig(frame_sharding)``,
-``CpVisionFrameShardingConfig``), so any other key is a ``TypeError`` there; and it parses
-`freeze_config` with its six keys only. :data:`FRAMEWORK_MULTIMODAL_KEYS` is that key tree. What
+``CpVisionFrameShardingConfig``), so any other key is a ``TypeError`` there; it parses
+`freeze_config` with its six keys only; and an `optimizer.param_group_overrides` entry is
+``ParamGroupOverride(**entry)``, so one that names its tensors with a selector instead of a
+``pattern`` is a ``TypeError`` too. :data:`FRAMEWORK_MULTIMODAL_KEYS` is that key tree. What
 lies outside it is an mmfreeze addition, which only the integration (``mmfreeze.nemo``) applies.
 """
 
@@ -17,6 +19,9 @@ from mmfreeze.distributed.config import CONFIG_KEY, FRAME_SHARDING_KEYS
 from mmfreeze.distributed.legacy_keys import NESTED_PATHS
 from mmfreeze.freeze.keys import SECTION as FREEZE_SECTION
 from mmfreeze.freeze.keys import detect_vocabulary, strict_problems
+from mmfreeze.freeze.optimizer import PATTERN_KEY
+from mmfreeze.recipes.optimizer import OVERRIDES
+from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 
 FRAMEWORK_MULTIMODAL_KEYS: Mapping[str, Any] = {
     "frozen_sharding": None,
@@ -75,4 +80,15 @@ def native_support(document: Mapping[str, Any]) -> NativeSupport:
     needs = [f"{FREEZE_SECTION}.{key}" for key in freeze] if vocabulary == "new" else []
     multimodal = distributed.get("multimodal")
     needs += split_framework_keys(multimodal)[1] if isinstance(multimodal, Mapping) else ()
+    needs += _selector_rate_entries(document)
     return NativeSupport(verdict="needs the integration", keys=tuple(needs)) if needs else NativeSupport(verdict="native")
+
+
+def _selector_rate_entries(document: Mapping[str, Any]) -> list[str]:
+    """The `param_group_overrides` entries without a ``pattern`` (mmfreeze's selectors)."""
+    optimizer = document.get(OPTIMIZER)
+    entries = optimizer.get(OVERRIDES) if isinstance(optimizer, Mapping) else None
+    if not isinstance(entries, list):
+        return []
+    return [f"{OPTIMIZER}.{OVERRIDES}[{index}]" for index, entry in enumerate(entries)
+            if isinstance(entry, Mapping) and PATTERN_KEY not in entry]

@@ -197,7 +197,7 @@ def _parse_selector(item: Any, where: str, problems: list[str]) -> Selector | No
     if isinstance(item, str) and item.strip():
         return ModuleSelector(where=where, path=item)
     if isinstance(item, Mapping) and LAYERS_KEY in item:
-        return _parse_layer_range(item, where, problems)
+        return parse_layer_range(item, where, problems)
     try:
         return parse_module_selector(item, where, kinds=SELECTOR_KINDS, shapes=SELECTOR_SHAPES)
     except FreezeConfigError as error:
@@ -205,11 +205,14 @@ def _parse_selector(item: Any, where: str, problems: list[str]) -> Selector | No
         return None
 
 
-def _parse_layer_range(item: Mapping[str, Any], where: str, problems: list[str]) -> LayerRange | None:
+def parse_layer_range(item: Mapping[str, Any], where: str, problems: list[str], *, section: str = SECTION,
+                      extra_keys: tuple[str, ...] = ()) -> LayerRange | None:
+    """``{layers: GROUP, ...}`` as a :class:`LayerRange`, or ``None`` with each problem appended
+    (``<section>.<where>.<key>: message``); ``extra_keys`` are the entry's own other keys."""
     found = len(problems)
-    at = f"{SECTION}.{where}"
+    at = f"{section}.{where}"
     problems += [f"{at}.{key}: not a layer-range key{did_you_mean(str(key), RANGE_KEYS)}"
-                 for key in item if key != LAYERS_KEY and key not in RANGE_KEYS]
+                 for key in item if key != LAYERS_KEY and key not in RANGE_KEYS and key not in extra_keys]
     group = item[LAYERS_KEY]
     if not isinstance(group, str) or not group.strip():
         problems.append(f"{at}.layers: must name a layer stack (language_model, vision.tower, ...), got {group!r}")
@@ -271,7 +274,7 @@ def _flag_selections(config: FreezeConfig, targets: FreezeTargets) -> Iterable[S
 def _selections(selectors: Iterable[Selector], key: str, targets: FreezeTargets, problems: list[str]) -> list[Selected]:
     found = []
     for selector in selectors:
-        names, problem = _select(selector, targets)
+        names, problem = select_names(selector, targets)
         if problem is not None:
             problems.append(f"{SECTION}.{selector.where}: {problem}")
         else:
@@ -285,7 +288,8 @@ def _describe(selector: Selector) -> str:
     return selector.describe()
 
 
-def _select(selector: Selector, targets: FreezeTargets) -> tuple[frozenset[str], str | None]:
+def select_names(selector: Selector, targets: FreezeTargets) -> tuple[frozenset[str], str | None]:
+    """The raw parameter names ``selector`` selects, or why it selects none on this model."""
     if isinstance(selector, LayerRange):
         return _select_layers(selector, targets)
     if selector.path is not None:  # a module's subtree, or one parameter

@@ -22,6 +22,7 @@ from mmfreeze.recipes.recipe import Recipe, display_path, read_model_id
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.structure import ModelStructure
     from mmfreeze.resolver.inventory import ResolvedInventory
 
@@ -29,11 +30,12 @@ if TYPE_CHECKING:
 def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult:
     """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
     `multimodal` overrides through the engine (the snapshot's set). Its optimizer's
-    `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`)."""
+    `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
+    their selectors are resolved on the trained model, with the recipe's overrides."""
     # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
     from mmfreeze.freeze.engine import compute_frozen_set
-    from mmfreeze.freeze.param_groups import check_overrides, rates_of
-    from mmfreeze.recipes.optimizer import parse_optimizer
+    from mmfreeze.freeze.optimizer import parse_optimizer
+    from mmfreeze.freeze.param_groups import check_overrides, rates_of, select_rates
     from mmfreeze.resolver.overrides import override_specs
 
     result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
@@ -41,9 +43,30 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetRes
     optimizer = parse_optimizer(recipe.document, source=recipe.display_path)
     if optimizer is None or not optimizer.overrides:
         return result
+    selected = select_rates(optimizer, _targets(recipe, result.structure), source=recipe.display_path) \
+        if optimizer.selectors else {}
     names = [info.name for info in result.structure.parameters]
-    groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path)
+    groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
+                             selected=selected)
     return replace(result, rates=rates_of(groups))
+
+
+def rate_targets(recipe: Recipe, structure: ModelStructure) -> FreezeTargets:
+    """What the selectors of ``recipe``'s `param_group_overrides` resolve on: its whole trained model
+    (LoRA injected) with its `multimodal.modules` overrides, as the optimizer sees it."""
+    from mmfreeze.freeze.engine import trained_structure
+
+    trained = trained_structure(structure, recipe.document, source=recipe.display_path, rules=recipe.framework)
+    return _targets(recipe, trained)
+
+
+def _targets(recipe: Recipe, trained: ModelStructure) -> FreezeTargets:
+    from mmfreeze.freeze.targets import FreezeTargets
+    from mmfreeze.resolver.overrides import override_specs
+    from mmfreeze.resolver.resolve import resolve_structure
+
+    return FreezeTargets(structure=trained, inventory=resolve_structure(trained, override_specs=override_specs(
+        recipe.module_overrides)))
 
 
 @dataclass(frozen=True)

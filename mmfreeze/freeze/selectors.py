@@ -46,19 +46,20 @@ class ModuleSelector:
 
 def parse_module_selector(
     item: Any, where: str, *, source: str | None = None,
-    kinds: tuple[str, ...] = MODULE_SELECTOR_KINDS, shapes: str = MODULE_SELECTOR_SHAPES,
+    kinds: tuple[str, ...] = MODULE_SELECTOR_KINDS, shapes: str = MODULE_SELECTOR_SHAPES, section: str = SECTION,
 ) -> ModuleSelector:
     """``item`` (one list entry, ``where`` = ``freeze_modules[0]``) as a selector, or a
-    :class:`FreezeConfigError` keyed by the entry. ``kinds`` and ``shapes`` are what the section
-    accepts in all (the new vocabulary adds layer ranges), for the did-you-mean and the message."""
+    :class:`FreezeConfigError` keyed by the entry (under ``section``). ``kinds`` and ``shapes`` are
+    what the section accepts in all (the new vocabulary adds layer ranges), for the did-you-mean
+    and the message."""
     if isinstance(item, Mapping) and len(item) == 1 and next(iter(item)) in MODULE_SELECTOR_KINDS:
         kind, value = next(iter(item.items()))
         if isinstance(value, str) and value.strip():
             return ModuleSelector(where=where, **{kind: value})
-        raise FreezeConfigError(f"must be a non-empty string, got {value!r}", source=source, key=f"{SECTION}.{where}.{kind}")
+        raise FreezeConfigError(f"must be a non-empty string, got {value!r}", source=source, key=f"{section}.{where}.{kind}")
     unknown = [key for key in item if key not in kinds] if isinstance(item, Mapping) else []
     hint = "".join(did_you_mean(str(key), kinds) for key in unknown)
-    raise FreezeConfigError(f"a selector is {shapes}; got {item!r}{hint}", source=source, key=f"{SECTION}.{where}")
+    raise FreezeConfigError(f"a selector is {shapes}; got {item!r}{hint}", source=source, key=f"{section}.{where}")
 
 
 def unmatched(selector: ModuleSelector, *, matched_modules: int, module_paths: Iterable[str]) -> str:

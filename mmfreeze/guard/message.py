@@ -51,7 +51,8 @@ def summary_line(local: LocalCheck) -> str:
 
 def _optimizer_summary(findings: OptimizerFindings) -> str:
     counts = (("frozen held", len(findings.holds_frozen)), ("trainable missed", len(findings.misses_trainable)),
-              ("held twice", len(findings.held_twice)), ("not the model's", len(findings.foreign)))
+              ("held twice", len(findings.held_twice)), ("not the model's", len(findings.foreign)),
+              ("at another rate", len(findings.wrong_rate)))
     return "optimizer: " + ", ".join(f"{count:,} {title}" for title, count in counts if count)
 
 
@@ -104,6 +105,8 @@ def _optimizer_lines(findings: OptimizerFindings, group_of: GroupOf, numel_of: M
     twice = [f"{held.name} (param groups {', '.join(map(str, held.groups))})" for held in findings.held_twice]
     yield from _listed("optimizer holds parameters more than once", twice)
     yield from _listed("optimizer holds tensors that are not parameters of this model", findings.foreign)
+    yield from _listed("optimizer trains tensors at another rate than the snapshot's",
+                       [wrong.describe() for wrong in findings.wrong_rate])
 
 
 def _listed(title: str, items: Sequence[str]) -> Iterator[str]:
@@ -141,7 +144,8 @@ def _advice(report: GuardReport) -> Iterator[str]:
         yield from _version_hint(local)
     if local.optimizer is not None and not local.optimizer.ok:
         yield ("  what to do: build the optimizer after the model is final (PEFT, FSDP2 wrapping, freezing), "
-               "from its trainable parameters, each once")
+               "from its trainable parameters, each once, in the groups of the recipe's "
+               "optimizer.param_group_overrides (`mmfreeze explain` shows them)")
     ranks = report.ranks
     if ranks is not None and ranks.missing:
         yield "  what to do: call verify_frozen_set on every rank, the same number of times, once the model is set up"

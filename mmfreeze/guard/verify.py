@@ -47,7 +47,8 @@ def verify_frozen_set(
       (``<snapshot folder>/<recipe path from the repository root>.frozen.txt``, the same from any
       working directory); ``snapshot=`` gives its path instead.
     - ``optimizer``: when given, its param groups must hold every trainable parameter, no frozen
-      one, and none twice.
+      one, and none twice, each in a group whose ``lr_mult`` / ``wd_mult`` (absent: 1) are the
+      snapshot's rate for it.
     - ``peer_timeout``: inside a process group, seconds to wait for every rank's verdict
       (``mmfreeze.guard.ranks``); ``None`` checks this rank alone.
 
@@ -80,7 +81,7 @@ def _check_locally(model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot
         recipe=recipe_label(recipe),
         snapshot=located,
         difference=compare_with_snapshot(live, stored),
-        optimizer=check_optimizer(optimizer, live) if optimizer is not None else None,
+        optimizer=check_optimizer(optimizer, live, stored.rate_of) if optimizer is not None else None,
         snapshot_transformers=stored.header.transformers,
     )
     return live, local

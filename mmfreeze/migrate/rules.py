@@ -3,7 +3,7 @@
 Order is the order rules run in a file. YAML: MF004 runs first, so that MF001 plans on selectors
 that name the installed release's modules; MF001 rewrites `freeze_config`; MF002 runs before
 MF003 because both write into `distributed.multimodal` and MF003 then finds the block MF002
-created. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
+created. MF005 (rates) is independent of the others. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
 runs before MF102 (`freeze_config=` keywords, legacy key reads) so that a call both could claim is
 claimed by MF101, which also renames the function.
 """
@@ -33,13 +33,16 @@ MF003 = Rule(id="MF003", name="cp-vision-frame-sharding",
 MF004 = Rule(id="MF004", name="release-renames",
              description="YAML `freeze_config` selectors that match no module of the installed transformers "
                          "release, moved through its conversion mapping onto the paths it renamed them to")
+MF005 = Rule(id="MF005", name="rate-selectors",
+             description="YAML `optimizer.param_group_overrides` regex patterns -> (modality, role) selectors, "
+                         "only when proven to group every tensor as before")
 MF101 = Rule(id="MF101", name="python-apply-parameter-freezing",
              description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`, "
                          "only when bound to models and proven on each")
 MF102 = Rule(id="MF102", name="python-freeze-config-kwarg",
              description="Python `freeze_config=` on other callees and reads of legacy keys: reported, never rewritten")
 
-RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF101, MF102)
+RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF005, MF101, MF102)
 
 
 def resolve_disabled(values: Iterable[str]) -> frozenset[str]:

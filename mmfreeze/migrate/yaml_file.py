@@ -19,7 +19,7 @@ from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZE
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent
 from mmfreeze.freeze.targets import FreezeTargets
-from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
+from mmfreeze.freeze.recipe_model import model_request, rate_targets, recipe_trained_model
 from mmfreeze.models.framework import choose_builder
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
@@ -28,13 +28,16 @@ from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.release_renames import (
     PATTERN_LISTS, SELECTOR_LISTS, SelectorMove, apply_moves, moved_patterns, moved_selectors, prove_moves,
 )
-from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004
+from mmfreeze.migrate.rates import RatePlan, pattern_entries, plan_rate_rewrites, rewritten_entries
+from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004, MF005
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
 from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.optimizer import OVERRIDES
+from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
@@ -54,11 +57,9 @@ def migrate_yaml(
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
         plan = _plan(path, document, mode, disabled, structure_of, allowed_targets, framework, where)
-        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves)
+        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves, rates=plan.rates)
         new_text, rules = _apply_rules(text, context, disabled)
         _verify(document, new_text, plan, rules, source=display)
-    except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
-        return FileResult(display=display, old_text=text, new_text=text, status="kept", notes=(str(error),))
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
     result = _result(display, text, new_text, rules, document, plan)
@@ -69,18 +70,24 @@ def migrate_yaml(
 
 @dataclass(frozen=True)
 class SectionPlan:
-    """What the `freeze_config` rules write: MF004's selector moves, then MF001's new section, and
-    the trained model MF001 planned on."""
+    """What the rules that need the model write: MF004's selector moves, then MF001's new section
+    (and the trained model MF001 planned on), and MF005's rate selectors."""
 
     moves: tuple[SelectorMove, ...] = ()
     migration: SectionMigration | None = None
     targets: FreezeTargets | None = None
+    rates: RatePlan | None = None
+    kept: str | None = None
+    """Why a valid `freeze_config` stays in the framework's vocabulary (MF001 writes nothing)."""
 
     def document(self, original: Mapping[str, Any]) -> dict[str, Any]:
         """The data the rewritten file must hold (the rest of the file's changes are other rules')."""
         expected = apply_moves(original, self.moves)
         if self.migration is not None:
             expected["freeze_config"] = self.migration.section
+        if self.rates is not None and self.rates.rewrites:
+            optimizer = expected[OPTIMIZER] = dict(expected[OPTIMIZER])
+            optimizer[OVERRIDES] = rewritten_entries(optimizer[OVERRIDES], self.rates)
         return expected
 
 
@@ -89,14 +96,15 @@ def _plan(
     structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules, where: str,
 ) -> SectionPlan:
     """MF004's moves for selectors and LoRA patterns written for another transformers release
-    (proven), and MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
-    on the moved recipe)."""
+    (proven), MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
+    on the moved recipe), and MF005's selectors for regex rate patterns (proven on it)."""
     section = document.get("freeze_config")
     vocabulary_change = MF001.id not in disabled and check_migratable(section, source=where) in ("legacy", "selectors")
     may_move = MF004.id not in disabled and any(
         isinstance(block := document.get(name), Mapping) and any(key in block for key in keys)
         for name, keys in (("freeze_config", SELECTOR_LISTS), ("peft", PATTERN_LISTS)))
-    if not (vocabulary_change or may_move):
+    may_rate = MF005.id not in disabled and bool(pattern_entries(document))
+    if not (vocabulary_change or may_move or may_rate):
         return SectionPlan()
     recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
     built = structure_of(model_request(recipe, choose_builder("transformers")))
@@ -110,11 +118,16 @@ def _plan(
         prove_moves(document, moved, built, source=where, override_specs=override_specs(recipe.module_overrides),
                     rules=recipe.framework)
         section = moved.get("freeze_config")
+    rates = plan_rate_rewrites(recipe.document[OPTIMIZER][OVERRIDES], rate_targets(recipe, built),
+                               source=recipe.display_path) if may_rate else None
     if not vocabulary_change:
-        return SectionPlan(moves=moves)
+        return SectionPlan(moves=moves, rates=rates)
     planner = preserve_section if mode == "preserve" else intent_section
-    return SectionPlan(moves, planner(trained.structure, section, trained.inventory, source=where, rules=framework),
-                       FreezeTargets(structure=trained.structure, inventory=trained.inventory))
+    try:
+        migration = planner(trained.structure, section, trained.inventory, source=where, rules=framework)
+    except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
+        return SectionPlan(moves=moves, rates=rates, kept=str(error))
+    return SectionPlan(moves, migration, FreezeTargets(structure=trained.structure, inventory=trained.inventory), rates)
 
 
 def _section_line(text: str, *, display: str) -> str:
@@ -156,12 +169,15 @@ def _verify(document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules
 def _result(
     display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
 ) -> FileResult:
-    moved = tuple(move.describe() for move in plan.moves if MF004.id in rules)
+    moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, text, plan.rates),
+             *((plan.kept,) if plan.kept else ()))
     migration, targets = plan.migration, plan.targets
     if migration is None or targets is None:
-        status = "already-migrated" if document.get("freeze_config") is not None else "no-freeze-config"
-        return FileResult(display=display, old_text=text, new_text=new_text, status="preserved" if moved else status,
-                          rules=tuple(rules), notes=moved)
+        status = "kept" if plan.kept else "already-migrated" if document.get("freeze_config") is not None \
+            else "no-freeze-config"
+        rewritten = MF004.id in rules or MF005.id in rules
+        return FileResult(display=display, old_text=text, new_text=new_text,
+                          status="preserved" if rewritten else status, rules=tuple(rules), notes=moved)
     section = migration
     if section.module_reasons:
         status = "needs-escape-hatch"
@@ -173,3 +189,12 @@ def _result(
         newly_frozen=group_parameters(section.newly_frozen, targets),
         newly_trainable=group_parameters(section.newly_trainable, targets),
     )
+
+
+def _rate_notes(display: str, text: str, rates: RatePlan | None) -> tuple[str, ...]:
+    """What MF005 rewrote, and each pattern it kept with why, at ``file:line`` of its entry."""
+    if rates is None:
+        return ()
+    entries = load_roundtrip(text, source=display)[OPTIMIZER][OVERRIDES]
+    return (*(rewrite.describe() for rewrite in rates.rewrites),
+            *(f"{display}:{entries.lc.item(kept.index)[0] + 1}: {kept.describe()}" for kept in rates.kept))

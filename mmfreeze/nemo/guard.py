@@ -1,8 +1,9 @@
 """The guard where training starts: before the first optimizer step, on every rank.
 
 Every recipe builds its optimizers with ``OptimizerConfig.build(model, ...)`` (one per model part),
-after the model is built, parallelised and loaded. The integration arms each one with a step
-pre-hook that runs once: :func:`mmfreeze.verify_frozen_set` on the model with that optimizer. A
+after the model is built, parallelised and loaded. The integration arms each one
+(:mod:`mmfreeze.nemo.optimizer`) with a step pre-hook that runs once:
+:func:`mmfreeze.verify_frozen_set` on the model with that optimizer, its rates included. A
 mismatch raises out of ``optimizer.step()`` on every rank (the guard shares verdicts through the
 process group's store), so the run stops before any weight changes.
 """
@@ -10,7 +11,6 @@ process group's store), so the run stops before any weight changes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from mmfreeze.exceptions import IntegrationError
@@ -18,28 +18,21 @@ from mmfreeze.guard.verify import verify_frozen_set
 from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext
 
 
-def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Callable[..., list[Any]]:
-    """``OptimizerConfig.build`` that arms every optimizer it returns with the guard."""
-
-    def build_with_guard(self: Any, model: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        optimizers = original(self, model, *args, **kwargs)
-        if not context.guard:
-            return optimizers
-        if context.recipe is None:
-            raise IntegrationError(
-                "the guard needs the recipe file to find its snapshot: mmfreeze.nemo.install(recipe=...), "
-                f"or launch with `mmfreeze train`; or turn it off with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`",
-                key=f"{SETTINGS_KEY}.{GUARD_KEY}")
-        parts = list(getattr(model, "parts", [model]))
-        if len(parts) != 1:
-            raise IntegrationError(
-                f"the guard checks a whole model, and this run has {len(parts)} pipeline stages; turn it off "
-                f"with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`", source=context.source, key=f"{SETTINGS_KEY}.{GUARD_KEY}")
-        for optimizer in optimizers:
-            arm_guard(optimizer, parts[0], context)
-        return optimizers
-
-    return build_with_guard
+def guarded_part(model: Any, context: RunContext) -> Any | None:
+    """The model the guard checks for this run, or ``None`` when it is off; an error when it cannot run."""
+    if not context.guard:
+        return None
+    if context.recipe is None:
+        raise IntegrationError(
+            "the guard needs the recipe file to find its snapshot: mmfreeze.nemo.install(recipe=...), "
+            f"or launch with `mmfreeze train`; or turn it off with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`",
+            key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+    parts = list(getattr(model, "parts", [model]))
+    if len(parts) != 1:
+        raise IntegrationError(
+            f"the guard checks a whole model, and this run has {len(parts)} pipeline stages; turn it off "
+            f"with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`", source=context.source, key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+    return parts[0]
 
 
 ARMED = "_mmfreeze_guard_armed"

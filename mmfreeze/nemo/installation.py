@@ -17,8 +17,11 @@ hook point                                      what mmfreeze does there
 ``_dist_utils.parse_distributed_section``       the framework's `distributed.multimodal` keys to the
                                                 framework, the additions to mmfreeze
 ``ModelParallelizer.parallelize``               applies the additions at the FSDP hook
-``OptimizerConfig.build`` (and each            arms the guard before the first optimizer step
-override: Dion, factory)
+``optimizer._coerce_param_group_overrides``    keeps `param_group_overrides` entries with a
+                                                selector (``role:``, ``layers:``, ...) in their place
+``OptimizerConfig.build`` (and each            resolves those entries on the model into the
+override: Dion, factory)                        framework's own patterns, then arms the guard
+                                                before the first optimizer step
 ==============================================  =====================================================
 """
 
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfreeze.exceptions import IntegrationError
-from mmfreeze.nemo import distributed, freeze, guard
+from mmfreeze.nemo import distributed, freeze, optimizer, rates
 from mmfreeze.nemo.context import RunContext, read_run_context
 from mmfreeze.nemo.hooks import HookPoint, Patch, apply_patches, remove_patches, resolve
 from mmfreeze.nemo.release import check_supported_release
@@ -61,15 +64,21 @@ PARSE_DISTRIBUTED = HookPoint(module=DIST_UTILS, attribute="parse_distributed_se
 PARALLELIZE = HookPoint(module=PARALLELIZER, attribute="ModelParallelizer.parallelize",
                         why="mmfreeze's distributed additions act at its FSDP hook",
                         used_by=((PARALLELIZER, "ModelParallelizer._apply", "_apply_fsdp_sharding"),))
+COERCE_OVERRIDES = HookPoint(
+    module=OPTIMIZER, attribute="_coerce_param_group_overrides",
+    why="param_group_overrides entries become ParamGroupOverride objects there",
+    used_by=((OPTIMIZER, "OptimizerConfig.__post_init__", "_coerce_param_group_overrides"),
+             (OPTIMIZER, "OptimizerFromFactoryConfig.build", "_coerce_param_group_overrides")))
 OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", "_DionConfigBase", "OptimizerFromFactoryConfig")
 """Every optimizer config class of 0.7.0 that defines its own ``build`` (the typed configs, the
 Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""
 BUILD_OPTIMIZER = tuple(
-    HookPoint(module=OPTIMIZER, attribute=f"{name}.build", why="the guard runs before each built optimizer's first step")
+    HookPoint(module=OPTIMIZER, attribute=f"{name}.build",
+              why="selector rate entries are resolved on the model, and the guard armed, at each optimizer build")
     for name in OPTIMIZER_CONFIGS_WITH_BUILD
 )
 HOOK_POINTS = (PARSE_AT_RECIPE, PARSE_AT_BUILD, APPLY_IN_POLICY, APPLY_DIRECT, PARSE_DISTRIBUTED, PARALLELIZE,
-               *BUILD_OPTIMIZER)
+               COERCE_OVERRIDES, *BUILD_OPTIMIZER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +147,8 @@ def _replacements(context: RunContext, installation: list[Installation]) -> list
         (APPLY_DIRECT, marked(lambda original: freeze.apply_hook(original, context))),
         (PARSE_DISTRIBUTED, marked(lambda original: distributed.parse_hook(original, context, additions))),
         (PARALLELIZE, marked(lambda original: distributed.parallelize_hook(original, context, additions))),
-        *((point, marked(lambda original: guard.build_hook(original, context))) for point in BUILD_OPTIMIZER),
+        (COERCE_OVERRIDES, marked(lambda original: rates.coerce_hook(original, context))),
+        *((point, marked(lambda original: optimizer.build_hook(original, context))) for point in BUILD_OPTIMIZER),
     ]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-from mmfreeze.freeze.param_groups import DEFAULT_RATE, Rate
+from mmfreeze.recipes.optimizer import DEFAULT_RATE, Rate
 from mmfreeze.models.lora import ADAPTER_MARK
 from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.resolver.labels import ModuleGroup, group_names

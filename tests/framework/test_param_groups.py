@@ -19,7 +19,7 @@ import pytest
 from torch import nn
 
 from mmfreeze.freeze.param_groups import assign_groups
-from mmfreeze.recipes.optimizer import OptimizerSection, parse_optimizer
+from mmfreeze.freeze.optimizer import OptimizerSection, parse_optimizer
 from tests.framework.test_differential import FAST_MODELS, fresh_model
 
 pytestmark = pytest.mark.framework

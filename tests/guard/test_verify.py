@@ -14,6 +14,7 @@ import mmfreeze
 from mmfreeze.exceptions import FrozenSetMismatchError, MmfreezeError
 from mmfreeze.freeze.apply import apply_freeze_config
 from mmfreeze.guard import VerifiedFrozenSet, verify_frozen_set
+from mmfreeze.recipes.recipe import load_recipe
 from tests.guard.helpers import (
     FINETUNE,
     FRAMEWORK_LORA,
@@ -112,6 +113,33 @@ def test_a_parameter_held_twice_is_caught_by_name_within_and_across_groups(finet
         ("lm_head.weight", (0, 1)), (TRAINED_LM, (0, 0)),
     ]
     assert not (findings.holds_frozen or findings.misses_trainable or findings.foreign)
+
+
+THREE_RATES = "example_configs/vlm_finetune/qwen2_5_vl/qwen2_5_vl_7b_cord_v2_three_rates.yaml"
+"""The same Qwen2.5-VL-7B, everything trainable: the ViT at 0.1x, the merger at 10x (roles)."""
+THREE_RATES_ORIGINAL = REPO / "tests/migrate/fixtures/pre_migration/vlm_finetune/qwen2_5_vl" / Path(THREE_RATES).name
+"""Its copy before `mmfreeze migrate`: the same rates as the framework's regex patterns."""
+
+
+def test_the_guard_holds_each_tensors_rate_to_the_snapshot(finetune):
+    """The framework's own grouping of the original regex overrides passes against the migrated
+    recipe's snapshot; an optimizer without the overrides is caught, tensor by tensor."""
+    from nemo_automodel.components.optim.optimizer import ParamGroupOverride, _build_param_groups
+
+    for parameter in finetune.model.parameters():
+        parameter.requires_grad_(True)
+    entries = load_recipe(THREE_RATES_ORIGINAL).document["optimizer"]["param_group_overrides"]
+    groups = _build_param_groups([(name, p) for name, p in finetune.model.named_parameters()],
+                                 [ParamGroupOverride(**entry) for entry in entries])
+
+    assert verify_frozen_set(finetune.model, THREE_RATES, optimizer=torch.optim.AdamW(groups)).optimizer_checked
+    error = mismatch(finetune.model, THREE_RATES, optimizer=torch.optim.AdamW(trainable_parameters(finetune.model)))
+
+    wrong = error.details.local.optimizer.wrong_rate
+    assert len(wrong) == 390 and {found.snapshot for found in wrong} == {(0.1, 1.0), (10.0, 1.0)}
+    assert "  optimizer trains tensors at another rate than the snapshot's: 390\n" in str(error)
+    assert ("      model.visual.blocks.0.attn.proj.bias: lr_mult 1, wd_mult 1 here; the snapshot has lr_mult 0.1, "
+            "wd_mult 1\n") in str(error)
 
 
 def test_optimizer_built_on_replaced_parameters_holds_tensors_that_are_not_the_models(finetune):

@@ -1,9 +1,10 @@
-"""What a YAML rule gets besides the text: where it is, and (for MF001) the planned section."""
+"""What a YAML rule gets besides the text: where it is, and what the rules that need the model planned."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mmfreeze.migrate.rates import RatePlan
 from mmfreeze.migrate.release_renames import SelectorMove
 from mmfreeze.migrate.section import SectionMigration
 
@@ -16,3 +17,5 @@ class YamlContext:
     """The new `freeze_config` for this recipe; ``None`` when it has no legacy section."""
     moves: tuple[SelectorMove, ...] = ()
     """Its selectors that move onto the installed release's module paths (MF004)."""
+    rates: RatePlan | None = None
+    """Its `param_group_overrides` patterns rewritten as selectors, and those kept (MF005)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mmfreeze.migrate.rules import Rule
-from mmfreeze.migrate.yaml import cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding, release_renames
+from mmfreeze.migrate.yaml import (
+    cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding, rates, release_renames,
+)
 from mmfreeze.migrate.yaml.context import YamlContext
 
 YamlTransform = Callable[[str, YamlContext], str]
@@ -15,4 +17,5 @@ YAML_TRANSFORMS: tuple[tuple[Rule, YamlTransform], ...] = (
     (freeze_config.RULE, freeze_config.rewrite),
     (frozen_multimodal_sharding.RULE, frozen_multimodal_sharding.rewrite),
     (cp_vision_frame_sharding.RULE, cp_vision_frame_sharding.rewrite),
+    (rates.RULE, rates.rewrite),
 )

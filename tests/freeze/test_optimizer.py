@@ -6,7 +6,7 @@ import pytest
 
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.freeze.param_groups import assign_groups, canonical_name
-from mmfreeze.recipes.optimizer import GroupOverride, parse_optimizer
+from mmfreeze.freeze.optimizer import GroupOverride, parse_optimizer
 
 
 def section(overrides: object, target: str = "torch.optim.AdamW") -> dict:

@@ -1,0 +1,71 @@
+"""MF005 rate-selectors: `optimizer.param_group_overrides` regex patterns as `(modality, role)` selectors.
+
+A Qwen2.5-VL trained in full at three rates. Before::
+
+    optimizer:
+      param_group_overrides:
+        - {pattern: '^model\\.visual\\.merger\\.', lr_mult: 10.0}
+        - {pattern: '^model\\.visual\\.', lr_mult: 0.1}
+
+After::
+
+    optimizer:
+      param_group_overrides:
+        - {role: vision.projector, lr_mult: 10.0}
+        - {role: vision.tower, lr_mult: 0.1}
+
+Only each rewritten entry's ``pattern: <value>`` is replaced, in place (a block-style entry gets
+one line per selector key), so comments, the multipliers and every other byte stay. Which entries
+are rewritten, and the proof, are :mod:`mmfreeze.migrate.rates`'s; a pattern no selector
+reproduces is kept and reported.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.exceptions import MigrationError
+from mmfreeze.migrate.rates import RateRewrite
+from mmfreeze.migrate.rules import MF005
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.text import line_ending, load_roundtrip, scalar, split_lines
+from mmfreeze.recipes.optimizer import OVERRIDES, SECTION
+
+RULE = MF005
+
+
+def rewrite(text: str, context: YamlContext) -> str:
+    """``text`` with each of ``context.rates``' rewritten entries naming its selector instead of its pattern."""
+    if context.rates is None or not context.rates.rewrites:
+        return text
+    lines = split_lines(text)
+    entries = load_roundtrip(text, source=context.source)[SECTION][OVERRIDES]
+    for rewrite in sorted(context.rates.rewrites, key=lambda found: found.index, reverse=True):
+        entry = entries[rewrite.index]
+        line, column = entry.lc.key("pattern")
+        value_line, value_column = entry.lc.value("pattern")
+        end = _scalar_end(lines[value_line], value_column, flow=entry.fa.flow_style())
+        if value_line != line or end is None:
+            raise MigrationError("cannot find the end of the pattern's value; rewrite it by hand",
+                                 source=f"{context.source}:{line + 1}", key=rewrite.key)
+        separator = ", " if entry.fa.flow_style() else line_ending(lines) + " " * column
+        written = separator.join(f"{key}: {scalar(value)}" for key, value in rewrite.selector.items())
+        lines[line] = lines[line][:column] + written + lines[line][end:]
+    return "".join(lines)
+
+
+def _scalar_end(line: str, start: int, *, flow: bool) -> int | None:
+    """The column just after the scalar starting at ``start``: quoted (``''`` and ``\\"`` escapes
+    honoured) or plain (up to ``,``/``}`` in a flow mapping, a comment or the line's end)."""
+    quote = line[start:start + 1]
+    if quote in ("'", '"'):
+        index = start + 1
+        while index < len(line):
+            if quote == "'" and line.startswith("''", index) or quote == '"' and line[index] == "\\":
+                index += 2
+            elif line[index] == quote:
+                return index + 1
+            else:
+                index += 1
+        return None
+    stops = [found for found in (line.find(" #", start), *((line.find(",", start), line.find("}", start)) if flow else ()))
+             if found != -1]
+    return len(line[:min(stops, default=len(line))].rstrip())
