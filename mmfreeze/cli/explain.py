@@ -69,6 +69,7 @@ def explain(
         _print_model(explanation)
         _print_modules(explanation)
         _print_freezing(explanation["freezing"])
+        _print_rates(explanation["rates"])
         _print_distributed(explanation["distributed"])
         _print_native(explanation["nemo_automodel"])
     if check and explanation["distributed"]["verdict"] == "rejected":
@@ -125,6 +126,21 @@ def _print_freezing(freezing: dict[str, Any]) -> None:
         f"frozen: {freezing['frozen_tensors']:,} tensors, {freezing['frozen_parameters']:,} parameters; "
         f"trainable: {freezing['trainable_tensors']:,} tensors, {freezing['trainable_parameters']:,} parameters"
     )
+
+
+def _print_rates(rates: list[dict[str, Any]]) -> None:
+    """One row per (rate, module); nothing when every tensor trains at the optimizer's own rate."""
+    if not rates:
+        return
+    table = Table(title="learning rates (optimizer.param_group_overrides; every other trainable tensor: "
+                        "lr_mult 1, wd_mult 1)", title_justify="left")
+    for column in ("lr_mult", "wd_mult", "module", "tensors", "parameters"):
+        table.add_column(column)
+    for rate in rates:
+        for module in rate["modules"]:
+            table.add_row(f"{rate['lr_mult']:g}", f"{rate['wd_mult']:g}", escape(module["module"]),
+                          f"{module['tensors']:,}", f"{module['parameters']:,}")
+    out.print(table)
 
 
 def _print_distributed(plan: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.resolver.inventory import ResolvedInventory
+from mmfreeze.resolver.labels import group_names, parameter_labeller
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.resolve import resolve_structure
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def explain_recipe(
     recipe: Recipe, loaded: LoadedStructure, *, rank_uniform: Collection[str] = ()
 ) -> dict[str, Any]:
-    """The whole explanation: model, resolved multimodal modules, what is frozen, the FSDP plan.
+    """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan.
 
     ``loaded``: the recipe's model structure; ``rank_uniform``: modalities the data side
     guarantees every rank executes in every step.
@@ -43,6 +44,7 @@ def explain_recipe(
             **explain_freezing(frozen, inventory),
             "lora_adapter_tensors": len(frozen.structure.parameters) - len(loaded.structure.parameters),
         },
+        "rates": explain_rates(frozen, inventory),
         "distributed": explain_distributed(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
@@ -121,3 +123,14 @@ def explain_freezing(frozen: FrozenSetResult, inventory: ResolvedInventory) -> d
             for group in summarize_frozen(inventory, frozen.structure, frozen.frozen)
         ],
     }
+
+
+def explain_rates(frozen: FrozenSetResult, inventory: ResolvedInventory) -> list[dict[str, Any]]:
+    """The trainable tensors outside the base rate, by ``(lr_mult, wd_mult)`` and resolved module."""
+    numel_of = {info.name: info.numel for info in frozen.structure.parameters}
+    return [
+        {"lr_mult": lr_mult, "wd_mult": wd_mult, "modules": [
+            {"module": group.label, "tensors": group.tensors, "parameters": group.parameters}
+            for group in group_names(names, numel_of=numel_of, group_of=parameter_labeller(inventory))]}
+        for (lr_mult, wd_mult), names in sorted(frozen.rates.items())
+    ]

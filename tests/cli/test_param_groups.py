@@ -1,7 +1,8 @@
 """Issue 26: optimizer groups in snapshots; the cases nemo-automodel 0.7.0 leaves silent are input errors.
 
 A tiny LLaVA (vision tower frozen) in a repository of its own; each recipe sets one
-`optimizer.param_group_overrides` list. `mmfreeze snapshot` reports the recipe, the entry's key,
+`optimizer.param_group_overrides` list, with the framework's regex patterns or mmfreeze's
+selectors (the good recipe has both). `mmfreeze snapshot` reports the recipe, the entry's key,
 what exists, and whether the framework warns or says nothing; every other recipe is still checked.
 A recipe whose rates change is reported as changed, by old and new rate and module.
 """
@@ -49,6 +50,21 @@ CASES = {
     "unknown_key": ("torch.optim.AdamW", [{"pattern": "visual", "lr_mul": 0.1}],
                     ["optimizer.param_group_overrides[0].lr_mul: unknown key 'lr_mul' (did you mean 'lr_mult'?)",
                      "ParamGroupOverride takes pattern, lr_mult, wd_mult"]),
+    # Selector entries (the `(modality, role)` vocabulary) are checked as `freeze_config`'s are.
+    "unknown_role": ("torch.optim.AdamW", [{"role": "vision.projektor", "lr_mult": 10.0}],
+                     ["optimizer.param_group_overrides[0]: role: this model has no (modality, role) group "
+                      "'vision.projektor' (did you mean 'vision.projector'?); it has: vision.tower, vision.projector, "
+                      "language_model"]),
+    "deep_range": ("torch.optim.AdamW", [{"layers": "language_model", "last": 40, "lr_mult": 2.0}],
+                   ["optimizer.param_group_overrides[0]: last: 40 exceeds the depth of language_model "
+                    "(model.language_model.layers, 2 layers)"]),
+    "no_module": ("torch.optim.AdamW", [{"glob": "model.visual.*", "lr_mult": 0.1}],
+                  ["optimizer.param_group_overrides[0]: `glob: model.visual.*` matches no module of this model"]),
+    "frozen_role": ("torch.optim.AdamW", [{"role": "vision.tower", "lr_mult": 0.1}],
+                    ["optimizer.param_group_overrides[0]: `role: vision.tower` matches only frozen parameters"]),
+    "two_selectors": ("torch.optim.AdamW", [{"role": "vision.projector", "pattern": "x", "lr_mult": 0.1}],
+                      ["optimizer.param_group_overrides[0]: an entry is {pattern: <regex>} or a selector",
+                       "(it has pattern, role)"]),
 }
 
 
@@ -60,7 +76,7 @@ def repository(tmp_path: Path) -> Path:
     (tmp_path / "recipes").mkdir()
     for name, (target, overrides, _) in CASES.items():
         (tmp_path / "recipes" / f"{name}.yaml").write_text(RECIPE.format(target=target, overrides=json.dumps(overrides)))
-    good = [{"pattern": "multi_modal_projector", "lr_mult": 10.0}, {"pattern": "lm_head", "wd_mult": 0.0}]
+    good = [{"role": "vision.projector", "lr_mult": 10.0}, {"pattern": "lm_head", "wd_mult": 0.0}]
     (tmp_path / "recipes" / "good.yaml").write_text(RECIPE.format(target="torch.optim.AdamW", overrides=json.dumps(good)))
     return tmp_path
 
@@ -93,3 +109,18 @@ def test_a_changed_rate_is_reported_by_old_and_new_rate_and_module(repository: P
     assert "  rate lr_mult 10, wd_mult 1 -> lr_mult 5, wd_mult 1: 4 tensors" in result.stdout
     assert "    model.multi_modal_projector (vision projector): 4 tensors" in result.stdout
     assert "newly" not in result.stdout
+
+
+def test_explain_lists_each_rate_by_resolved_module(repository: Path) -> None:
+    from click.testing import CliRunner
+
+    from mmfreeze.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["explain", str(repository / "recipes" / "good.yaml"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rates = json.loads(result.stdout)["rates"]
+    assert [(rate["lr_mult"], rate["wd_mult"], [(m["module"], m["tensors"]) for m in rate["modules"]])
+            for rate in rates] == [
+        (1.0, 0.0, [("language model: lm_head", 1)]),
+        (10.0, 1.0, [("model.multi_modal_projector (vision projector)", 4)]),
+    ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mmfreeze.exceptions import RecipeError
-from mmfreeze.freeze.param_groups import assign_groups, canonical_name
+from mmfreeze.freeze.param_groups import assign_groups, canonical_name, exact_names_pattern
 from mmfreeze.freeze.optimizer import GroupOverride, parse_optimizer
 
 
@@ -58,3 +60,53 @@ def test_the_first_matching_entry_takes_a_trainable_tensor_and_frozen_ones_join_
 
 def test_checkpoint_wrapper_segments_are_not_part_of_the_name_matched() -> None:
     assert canonical_name("m.layers.0._checkpoint_wrapped_module.mlp.w") == "m.layers.0.mlp.w"
+
+
+def test_a_selector_entry_is_parsed_with_the_freeze_config_vocabularys_selectors() -> None:
+    parsed = parse_optimizer(section([
+        {"role": "vision.tower", "lr_mult": 0.1},
+        {"layers": "vision.tower", "last": 4, "lr_mult": 0.5},
+        {"glob": "model.language_model.layers.*.mlp.gate", "wd_mult": 0},
+        {"path": "model.visual.merger", "lr_mult": 10},
+        {"role": "language_model"},
+    ]))
+    assert [override.selector.describe() for override in parsed.overrides] == [
+        "role: vision.tower", "layers: vision.tower, last: 4", "glob: model.language_model.layers.*.mlp.gate",
+        "path: model.visual.merger", "role: language_model"]
+    assert [override.rate for override in parsed.overrides] == [(0.1, 1.0), (0.5, 1.0), (1.0, 0.0), (10.0, 1.0),
+                                                                (1.0, 1.0)]
+    assert [override.index for override in parsed.selectors] == [0, 1, 2, 3, 4]
+    assert parsed.overrides[0].describe() == ("optimizer.param_group_overrides[0] (`role: vision.tower`, lr_mult 0.1, "
+                                              "wd_mult 1)")
+
+
+@pytest.mark.parametrize(("entry", "key", "message"), [
+    ({"role": "vision", "lr_mult": 0.1}, "optimizer.param_group_overrides[0].role",
+     r"names a \(modality, role\) group as `modality.role`"),
+    ({"layers": "vision.tower", "lr_mult": 0.1}, "optimizer.param_group_overrides[0]",
+     "a layer range has exactly one of `first: N`, `last: N` or `from: A` with `to: B`"),
+    ({"layers": "vision.tower", "last": 0}, "optimizer.param_group_overrides[0].last", "must be a whole number"),
+    ({"glob": "", "lr_mult": 2}, "optimizer.param_group_overrides[0].glob", "must be a non-empty string"),
+    ({"path": "model.visual", "last": 2}, "optimizer.param_group_overrides[0].last", "unknown key 'last'"),
+    ({"lr_mult": 2}, "optimizer.param_group_overrides[0]", "an entry is {pattern: <regex>} or a selector"),
+    ({"role": "vision.tower", "glob": "x"}, "optimizer.param_group_overrides[0]", r"\(it has role, glob\)"),
+])
+def test_a_malformed_selector_entry_is_a_recipe_error_naming_its_key(entry: dict, key: str, message: str) -> None:
+    with pytest.raises(RecipeError, match=message) as caught:
+        parse_optimizer(section([entry]), source="r.yaml")
+    assert caught.value.key == key
+
+
+def test_a_selector_entrys_tensors_are_matched_by_name_and_a_patterns_by_regex() -> None:
+    overrides = parse_optimizer(section([{"path": "m.layers.1", "lr_mult": 3}, {"pattern": "layers", "lr_mult": 2}]))
+    names = ["m.layers.0.w", "m.layers.1.w", "m.layers.10.w"]
+    groups = assign_groups(names, names, overrides.overrides, {0: frozenset({"m.layers.1.w"})})
+    assert {name: override.index for name, override in groups.group_of.items()} == {
+        "m.layers.0.w": 1, "m.layers.1.w": 0, "m.layers.10.w": 1}
+
+
+def test_the_exact_names_pattern_matches_those_names_and_nothing_else() -> None:
+    names = ["a.b.weight", "a.b.bias", "a.bc.weight", "a", "x.1.w"]
+    regex = re.compile(exact_names_pattern(names))
+    assert all(regex.search(name) for name in names)
+    assert not any(regex.search(name) for name in ["a.b", "a.b.weight2", "za.b.weight", "a.bc", "x.10.w", "x.1.w.q"])

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 import pytest
 from ruamel.yaml import YAML
 
-from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.resolver.overrides import override_specs
+from mmfreeze.releases import CURRENT_RULES
 from tests.conftest import EXAMPLE_CONFIGS, legacy_rules
 
 pytestmark = pytest.mark.slow  # whole-corpus: migrates every pre-migration recipe
 
-EDITABLE_KEYS = ("freeze_config", "distributed")
+EDITABLE_KEYS = ("freeze_config", "distributed", "optimizer")
 
 
 def _yaml(files, results):
@@ -40,7 +40,7 @@ def _editable_regions(text: str) -> list[tuple[int, int]]:
 
 
 def test_outside_the_rewritten_blocks_every_byte_is_identical(preserve_run):
-    """Every differing line range of the old text lies inside the freeze_config or distributed block."""
+    """Every differing line range of the old text lies inside the freeze_config, distributed or optimizer block."""
     files, results = preserve_run
     for _, result in _yaml(files, results):
         regions = _editable_regions(result.old_text)
@@ -60,16 +60,16 @@ def test_a_second_run_changes_nothing(preserve_run, structure_of, tmp_path):
     assert [r.display for r in again if r.changed] == []
 
 
-def test_preserve_mode_keeps_every_legacy_frozen_set(preserve_run, structure_of):
+def test_preserve_mode_keeps_every_legacy_frozen_set_and_rate(preserve_run, structure_of):
     files, results = preserve_run
     yaml = YAML(typ="safe", pure=True)
     for path, result in _yaml(files, results):
         recipe = load_recipe(path, framework=legacy_rules())
         structure = structure_of(model_request(recipe))
-        overrides = override_specs(recipe.module_overrides)
         before = recipe_frozen_set(recipe, structure)
-        after = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display, override_specs=overrides)
+        after = recipe_frozen_set(replace(recipe, document=yaml.load(result.new_text), framework=CURRENT_RULES), structure)
         assert after.frozen == before.frozen, result.display
+        assert after.rates == before.rates, result.display
         if result.status != "no-freeze-config":
             assert after.vocabulary == "new", result.display
 

@@ -74,8 +74,9 @@ def through_composite(model: Any, drafter: DrafterSection | None, load: Callable
     return type(model)(model.base, model.drafter, **drafter.arguments())
 
 
-def framework_outcome(path: Path, builder: str) -> Outcome:
-    """The recipe's `peft` and `freeze_config` through the framework's pipeline on a fresh model."""
+def framework_trained(path: Path, builder: str) -> Any:
+    """A fresh model with the recipe's `peft` and `freeze_config` applied by the framework's pipeline;
+    the framework's error when it rejects them."""
     from nemo_automodel._transformers import infrastructure
     from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
     from nemo_automodel.components.utils import model_utils
@@ -93,8 +94,13 @@ def framework_outcome(path: Path, builder: str) -> Outcome:
         infrastructure._apply_trainability_policy(
             model, peft_enabled=peft_config is not None, freeze_config=parsed, strict=True)
 
+    return through_composite(fresh_model(path, builder), recipe.model.drafter, load)
+
+
+def framework_outcome(path: Path, builder: str) -> Outcome:
+    """The recipe's `peft` and `freeze_config` through the framework's pipeline on a fresh model."""
     try:
-        model = through_composite(fresh_model(path, builder), recipe.model.drafter, load)
+        model = framework_trained(path, builder)
     except Exception as error:  # noqa: BLE001 - the framework's own rejection is the outcome
         return Outcome(error=f"{type(error).__name__}: {error}")
     return Outcome(trainable=frozenset(

@@ -1,8 +1,9 @@
 """Issue #21: "native" or "needs the integration", as nemo-automodel 0.7.0's own parsers decide.
 
 For every bundled recipe and every framework-vocabulary twin, the recipe's `freeze_config` goes to
-the framework's ``parse_freeze_config`` and its `distributed` section to ``parse_distributed_section``
-(the constructors of 0.7's typed `distributed.multimodal`). mmfreeze says "native" exactly when
+the framework's ``parse_freeze_config``, its `distributed` section to ``parse_distributed_section``
+(the constructors of 0.7's typed `distributed.multimodal`) and its
+`optimizer.param_group_overrides` to ``_coerce_param_group_overrides`` (issue 26). mmfreeze says "native" exactly when
 neither rejects it; after ``install()`` every recipe it says needs the integration parses.
 """
 
@@ -25,12 +26,15 @@ pytestmark = [pytest.mark.framework, requires_framework]
 
 def framework_rejections(document: dict[str, Any]) -> list[str]:
     """What the framework's own parsers raise for the recipe's two sections."""
+    from nemo_automodel.components.optim import optimizer
     from nemo_automodel.components.utils import model_utils
     from nemo_automodel.recipes import _dist_utils
 
     rejections = []
     for parse, section in ((model_utils.parse_freeze_config, document.get("freeze_config")),
-                           (_dist_utils.parse_distributed_section, document.get("distributed"))):
+                           (_dist_utils.parse_distributed_section, document.get("distributed")),
+                           (optimizer._coerce_param_group_overrides,
+                            (document.get("optimizer") or {}).get("param_group_overrides"))):
         if section is None:
             continue
         try:
