@@ -8,6 +8,7 @@ one fails with the list of what is missing and nothing half-installed.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,8 @@ def resolve(point: HookPoint) -> tuple[Any, str, Any]:
         function: Any = importlib.import_module(caller_module)
         for part in caller.split("."):
             function = getattr(function, part, None)
-        code = getattr(function, "__code__", None)
+        # A caller that is itself a hook point may be replaced already: read the framework's own.
+        code = getattr(inspect.unwrap(function) if callable(function) else function, "__code__", None)
         if code is None or used not in code.co_names:
             raise LookupError(f"{caller_module}.{caller} no longer uses {used}")
     return owner, name, vars(owner)[name]

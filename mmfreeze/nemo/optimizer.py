@@ -8,6 +8,7 @@ Every optimizer config class of 0.7.0 with a ``build`` of its own is replaced by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from mmfreeze.nemo.rates import with_resolved_rates
 def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Callable[..., list[Any]]:
     """``OptimizerConfig.build`` with the recipe's selector entries resolved and the guard armed."""
 
+    @functools.wraps(original)  # keeps the framework's own reachable (``__wrapped__``) for hook checks
     def build_with_mmfreeze(self: Any, model: Any, *args: Any, **kwargs: Any) -> list[Any]:
         checked = guarded_part(model, context)  # refuse before building, as the guard cannot run
         optimizers = original(with_resolved_rates(self, model, context), model, *args, **kwargs)

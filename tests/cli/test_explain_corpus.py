@@ -73,4 +73,5 @@ def test_recipe_explains_whether_nemo_automodel_runs_it_natively(recipe_path: Pa
     result = CliRunner().invoke(cli, ["explain", str(recipe_path)], terminal_width=400)
     assert result.exit_code == 0, result.output
     line = next(line for line in result.stdout.splitlines() if line.startswith("nemo-automodel 0.7: "))
-    assert line.removeprefix("nemo-automodel 0.7: ").startswith(("native", "needs the integration (freeze_config."))
+    assert line.removeprefix("nemo-automodel 0.7: ").startswith(
+        ("native", "needs the integration (freeze_config.", "needs the integration (optimizer.param_group_overrides["))
