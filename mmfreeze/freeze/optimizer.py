@@ -24,6 +24,11 @@ takes no such keyword).
 Dion-family optimizers (Dion, Dion2, Muon, NorMuon) group parameters themselves and ignore the
 overrides with a warning (``components/optim/dion.py``, ``is_dion_optimizer``: a class whose module
 starts with ``dion`` or whose name is one of those four).
+
+The groups carry only ``lr_mult`` / ``wd_mult``; the LR scheduler multiplies them in at every step
+(``OptimizerParamScheduler.step``), and a recipe builds one only when its ``lr_scheduler`` section
+is there and not empty (``recipes/vlm/finetune.py``). Without it every group trains at the base
+rate, silently.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from mmfreeze.exceptions import FreezeConfigError, RecipeError
 from mmfreeze.freeze.config import LAYERS_KEY, RANGE_KEYS, LayerRange, parse_layer_range
 from mmfreeze.freeze.selectors import ModuleSelector, parse_module_selector
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY
-from mmfreeze.recipes.optimizer import OVERRIDES, SECTION
+from mmfreeze.recipes.optimizer import OVERRIDES, SCHEDULER, SECTION
 from mmfreeze.suggest import did_you_mean
 
 PATTERN_KEY = "pattern"
@@ -108,6 +113,8 @@ class OptimizerSection:
     target: str
     """The `_target_` as written (never imported), ``""`` without one."""
     overrides: tuple[GroupOverride, ...] = ()
+    scheduled: bool = True
+    """The recipe has an ``lr_scheduler`` section, which applies the multipliers."""
 
     @property
     def ignores_overrides(self) -> bool:
@@ -135,7 +142,8 @@ def parse_optimizer(document: Mapping[str, Any], *, source: str | None = None) -
                           source=source, key=f"{SECTION}.{OVERRIDES}")
     target = section.get("_target_")
     return OptimizerSection(target=target if isinstance(target, str) else "",
-                            overrides=tuple(parse_override(index, entry, source) for index, entry in enumerate(entries)))
+                            overrides=tuple(parse_override(index, entry, source) for index, entry in enumerate(entries)),
+                            scheduled=bool(document.get(SCHEDULER)))
 
 
 def parse_override(index: int, entry: Any, source: str | None) -> GroupOverride:

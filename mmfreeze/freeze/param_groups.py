@@ -11,8 +11,9 @@ framework's function exactly those names.
 
 What the framework leaves silent is an input error here (:func:`check_overrides`): an entry that
 matches no parameter, one that matches only frozen ones, one that earlier entries fully shadow,
-and entries under an optimizer that ignores them. 0.7.0 logs a warning for the first and the last,
-and says nothing about the other two; each message says so.
+entries under an optimizer that ignores them, and multipliers in a recipe without the LR
+scheduler that applies them. 0.7.0 logs a warning for the first and the fourth, and says nothing
+about the others; each message says so.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from mmfreeze.exceptions import RecipeError
 from mmfreeze.freeze.config import select_names
 from mmfreeze.freeze.optimizer import GroupOverride, OptimizerSection, RoleSelector
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets
-from mmfreeze.recipes.optimizer import DEFAULT_RATE, Rate
+from mmfreeze.recipes.optimizer import DEFAULT_RATE, SCHEDULER, Rate
 from mmfreeze.suggest import closest_paths, did_you_mean
 
 CHECKPOINT_WRAPPER = "_checkpoint_wrapped_module."
@@ -146,6 +147,13 @@ def check_overrides(
             f"{section.target} does its own parameter grouping and ignores param_group_overrides ({WARNS_ONLY} "
             "one group); use a torch optimizer (torch.optim.AdamW, ...) or remove the overrides",
             source=source, key=section.overrides[0].key)
+    rated = next((override for override in section.overrides if override.rate != DEFAULT_RATE), None)
+    if rated is not None and not section.scheduled:
+        raise RecipeError(
+            f"{rated.names_what()} sets lr_mult {rated.lr_mult:g}, wd_mult {rated.wd_mult:g}, and this recipe has no "
+            f"`{SCHEDULER}` section: the multipliers are applied only by the LR scheduler, which a recipe builds from "
+            f"that section, so every group trains at the base rate ({SILENT}); add one, e.g. "
+            f"`{SCHEDULER}: {{lr_decay_style: constant}}`", source=source, key=rated.key)
     groups = assign_groups(names, trainable, section.overrides, selected)
     for override in section.overrides:
         matched = groups.matched[override.index]

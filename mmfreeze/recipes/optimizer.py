@@ -12,6 +12,8 @@ from typing import Any
 
 SECTION = "optimizer"
 OVERRIDES = "param_group_overrides"
+SCHEDULER = "lr_scheduler"
+"""The section whose scheduler applies ``lr_mult`` / ``wd_mult``: without it nothing does."""
 
 Rate = tuple[float, float]
 """``(lr_mult, wd_mult)`` of a tensor's optimizer group."""
@@ -24,4 +26,4 @@ def grouping_material(document: Mapping[str, Any]) -> dict[str, Any]:
     section = document.get(SECTION)
     if not isinstance(section, Mapping):
         return {}
-    return {key: section.get(key) for key in ("_target_", OVERRIDES)}
+    return {**{key: section.get(key) for key in ("_target_", OVERRIDES)}, SCHEDULER: bool(document.get(SCHEDULER))}

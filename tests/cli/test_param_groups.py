@@ -29,7 +29,8 @@ optimizer:
   _target_: {target}
   lr: 1.0e-5
   param_group_overrides: {overrides}
-"""
+{scheduler}"""
+SCHEDULER = "lr_scheduler: {lr_decay_style: cosine}\n"
 CASES = {
     "no_match": ("torch.optim.AdamW", [{"pattern": "visual", "lr_mult": 0.1}],
                  ["optimizer.param_group_overrides[0].pattern: pattern 'visual' matches no parameter of this model",
@@ -50,6 +51,11 @@ CASES = {
     "unknown_key": ("torch.optim.AdamW", [{"pattern": "visual", "lr_mul": 0.1}],
                     ["optimizer.param_group_overrides[0].lr_mul: unknown key 'lr_mul' (did you mean 'lr_mult'?)",
                      "ParamGroupOverride takes pattern, lr_mult, wd_mult"]),
+    "no_scheduler": ("torch.optim.AdamW", [{"pattern": "multi_modal_projector", "lr_mult": 10.0}],
+                     ["optimizer.param_group_overrides[0]: pattern 'multi_modal_projector' sets lr_mult 10, wd_mult 1, "
+                      "and this recipe has no `lr_scheduler` section", "every group trains at the base rate "
+                      "(nemo-automodel 0.7.0 accepts it silently); add one, e.g. `lr_scheduler: {lr_decay_style: "
+                      "constant}`"]),
     # Selector entries (the `(modality, role)` vocabulary) are checked as `freeze_config`'s are.
     "unknown_role": ("torch.optim.AdamW", [{"role": "vision.projektor", "lr_mult": 10.0}],
                      ["optimizer.param_group_overrides[0]: role: this model has no (modality, role) group "
@@ -75,9 +81,12 @@ def repository(tmp_path: Path) -> Path:
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
     (tmp_path / "recipes").mkdir()
     for name, (target, overrides, _) in CASES.items():
-        (tmp_path / "recipes" / f"{name}.yaml").write_text(RECIPE.format(target=target, overrides=json.dumps(overrides)))
+        scheduler = "" if name == "no_scheduler" else SCHEDULER
+        (tmp_path / "recipes" / f"{name}.yaml").write_text(
+            RECIPE.format(target=target, overrides=json.dumps(overrides), scheduler=scheduler))
     good = [{"role": "vision.projector", "lr_mult": 10.0}, {"pattern": "lm_head", "wd_mult": 0.0}]
-    (tmp_path / "recipes" / "good.yaml").write_text(RECIPE.format(target="torch.optim.AdamW", overrides=json.dumps(good)))
+    (tmp_path / "recipes" / "good.yaml").write_text(
+        RECIPE.format(target="torch.optim.AdamW", overrides=json.dumps(good), scheduler=SCHEDULER))
     return tmp_path
 
 

@@ -1,8 +1,9 @@
 """Issue #21: migrate, snapshot, then train with nemo-automodel's own recipe class, guarded.
 
-A tiny LLaVA recipe in the legacy vocabulary (``recipes/tiny_llava_legacy.yaml``) is copied into
-a repository, migrated by `mmfreeze migrate` (it then needs the integration: nemo-automodel 0.7.0
-alone rejects it), snapshotted by `mmfreeze snapshot --update`, and trained by
+A tiny LLaVA recipe in the legacy vocabulary (``recipes/tiny_llava_legacy.yaml``), with the
+projector at 10x by a regex, is copied into a repository, migrated by `mmfreeze migrate` (the
+rate is then named by role, and the recipe needs the integration: nemo-automodel 0.7.0 alone
+rejects it), snapshotted by `mmfreeze snapshot --update`, and trained by
 ``FinetuneRecipeForVLM`` on CPU, 2 ranks on gloo, FSDP2, the framework's AdamW, 2 steps, launched
 with ``mmfreeze train -- python train_worker.py ...``. The worker replaces two ``torch.cuda``
 calls the recipe makes without checking for a GPU and the dataset/processor (they download), and
@@ -31,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "train_worker.py"
 RECIPE = Path("recipes/tiny_llava.yaml")
 VISION_TOWER = "model.vision_tower."
+PROJECTOR = "model.multi_modal_projector."
 GUARD_LINE = "mmfreeze guard: rank {rank} of 2: recipes/tiny_llava.yaml matches its snapshot"
 
 
@@ -81,8 +83,10 @@ def test_the_migrated_recipe_needs_the_integration(repository: Path) -> None:
 
     document = read_yaml(repository / RECIPE)
     assert document["freeze_config"] == {"vision": {"tower": True, "projector": False}, "language_model": False}
+    assert document["optimizer"]["param_group_overrides"] == [{"role": "vision.projector", "lr_mult": 10.0}]
     assert native_support(document).keys == (
-        "freeze_config.vision", "freeze_config.language_model", "distributed.multimodal.vision.frozen_sharding")
+        "freeze_config.vision", "freeze_config.language_model", "distributed.multimodal.vision.frozen_sharding",
+        "optimizer.param_group_overrides[0]")
 
 
 def test_a_migrated_recipe_trains_through_the_framework_with_the_guard_and_its_additions(
@@ -111,6 +115,13 @@ def test_a_migrated_recipe_trains_through_the_framework_with_the_guard_and_its_a
         assert {params[name]["kind"] for name in trainable} == {"DTensor"}
         assert GUARD_LINE.format(rank=rank) in run.logs[rank]
         assert len(record["losses"]) == 2
+        # the rate named by role: the projector's group at 10x, read by the framework's scheduler
+        projector = [name for name in trainable if name.startswith(PROJECTOR)]
+        assert projector and {params[name]["lr_mult"] for name in projector} == {10.0}
+        assert {params[name]["lr_mult"] for name in trainable if name not in projector} == {1.0}
+        rates = {params[name]["lr"] for name in projector}, {params[name]["lr"] for name in trainable} - {
+            params[name]["lr"] for name in projector}
+        assert len(rates[0]) == len(rates[1]) == 1 and rates[0].pop() == pytest.approx(10 * rates[1].pop())
 
 
 def test_the_guard_stops_a_run_whose_model_changed_after_setup_on_both_ranks(repository: Path, tmp_path: Path) -> None:

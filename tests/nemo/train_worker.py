@@ -216,13 +216,15 @@ def full_parameters(model) -> dict[str, Any]:
 def describe_parameters(model, optimizers) -> dict[str, dict[str, Any]]:
     from torch.distributed.tensor import DTensor
 
-    in_optimizer = {id(p) for opt in optimizers for group in opt.param_groups for p in group["params"]}
+    group_of = {id(p): group for opt in optimizers for group in opt.param_groups for p in group["params"]}
     out = {}
     for name, param in model.named_parameters():
         is_dtensor = isinstance(param, DTensor)
         out[name] = {
             "requires_grad": param.requires_grad,
-            "in_optimizer": id(param) in in_optimizer,
+            "in_optimizer": id(param) in group_of,
+            "lr_mult": group_of[id(param)].get("lr_mult", 1.0) if id(param) in group_of else None,
+            "lr": group_of[id(param)]["lr"] if id(param) in group_of else None,
             "kind": "DTensor" if is_dtensor else "Tensor",
             "placements": [str(p) for p in param.placements] if is_dtensor else None,
             "dtype": str(param.dtype).replace("torch.", ""),
