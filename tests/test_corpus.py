@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
+
+from mmfreeze.recipes.interpolation import resolve_references
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "example_configs"
@@ -30,17 +31,6 @@ LEGACY_KEYS = {
     "freeze_video_embedder",
     "freeze_embeddings",
 }
-_REF = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
-
-
-def _resolve(value: str, doc: dict) -> str:
-    def lookup(match: re.Match) -> str:
-        node = doc
-        for part in match.group(1).split("."):
-            node = node[part]
-        return str(node)
-
-    return _REF.sub(lookup, value)
 
 
 def _load_recipes(root: Path = CORPUS) -> dict[Path, dict]:
@@ -66,7 +56,7 @@ def _model_id(section: dict) -> str:
 
 def _model_ids() -> dict[Path, list[str]]:
     return {
-        p: [_resolve(_model_id(s), doc) for s in _model_sections(doc)]
+        p: [resolve_references(_model_id(s), source=str(p), key="model") for s in _model_sections(doc)]
         for p, doc in RECIPES.items()
     }
 

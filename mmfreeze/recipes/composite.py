@@ -61,7 +61,7 @@ def parse_drafter(section: Mapping[str, Any], document: Mapping[str, Any], *, so
         raise RecipeError(f"must be an integer >= 1 (the drafter's recurrent steps per batch), got {steps!r}",
                           source=source, key="model.drafter_num_steps")
     return DrafterSection(
-        model_id=resolve_references(drafter, document, source=source, key="model.drafter_path"),
+        model_id=resolve_references(drafter, source=source, key="model.drafter_path"),
         num_steps=steps,
         freeze_base=_flag(section, "freeze_base_for_drafter", source=source),
         share_embedding=_flag(section, "share_embedding_with_base", source=source),

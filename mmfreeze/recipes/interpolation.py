@@ -1,48 +1,42 @@
-"""Resolve the simple `${dotted.key}` references a recipe uses for its model id.
+"""Read `${...}` in a recipe value as nemo-automodel 0.7.0 reads it: an environment variable.
 
-Recipes are OmegaConf-style documents. Only references to other keys of the same document can be
-resolved offline; resolvers such as `${oc.env:HF_HOME}` depend on the machine that trains, so a
-value that needs one is reported, not guessed.
+0.7.0's loader (``components/config/loader.py``, ``resolve_yaml_env_vars``) resolves every
+``${VAR}``, ``${VAR,default}``, ``${oc.env:VAR}`` / ``${oc.env:VAR,default}`` and ``$VAR`` from
+the training machine's environment; dots are part of the name, so ``${model_name}`` is the
+environment variable ``model_name``, never the recipe key (OmegaConf's meaning, which 0.7.0 does
+not have). A snapshot must not depend on the machine it is made on, so mmfreeze reads a value with
+a default as its default (what a run without the variable trains) and refuses one without.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from mmfreeze.exceptions import RecipeError
 
-_REFERENCE = re.compile(r"\$\{([^}]*)\}")
-_MAX_DEPTH = 16
+_BRACED = re.compile(r"\$\{([^}]+)\}")
+_BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)")
+_RESOLVER = "oc.env:"
 
 
-def resolve_references(value: str, document: Mapping[str, Any], *, source: str, key: str) -> str:
-    """Replace every `${a.b}` in ``value`` with the document's value at ``a.b``."""
-    for _ in range(_MAX_DEPTH):
-        match = _REFERENCE.search(value)
-        if match is None:
-            return value
-        replacement = _lookup(match.group(1).strip(), document, source=source, key=key)
-        value = value[: match.start()] + str(replacement) + value[match.end() :]
-    raise RecipeError(f"interpolation in {value!r} does not terminate (a cycle?)", source=source, key=key)
+def resolve_references(value: str, *, source: str, key: str) -> str:
+    """``value`` with every environment reference replaced by its default; a :class:`RecipeError`
+    for one without a default, which only the training machine can resolve."""
 
-
-def _lookup(reference: str, document: Mapping[str, Any], *, source: str, key: str) -> Any:
-    if ":" in reference:
+    def default_of(match: re.Match[str]) -> str:
+        expression = match.group(1).strip().removeprefix(_RESOLVER).strip()
+        name, comma, default = expression.partition(",")
+        if comma:
+            return default.strip()
         raise RecipeError(
-            f"`${{{reference}}}` needs a resolver at training time and cannot be resolved offline; "
-            "write the value directly or reference another key of this recipe (`${model_name}`)",
-            source=source,
-            key=key,
-        )
-    node: Any = document
-    for part in reference.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise RecipeError(
-                f"`${{{reference}}}` refers to a key this recipe does not have", source=source, key=key
-            )
-        node = node[part]
-    if isinstance(node, (Mapping, list)):
-        raise RecipeError(f"`${{{reference}}}` is not a scalar", source=source, key=key)
-    return node
+            f"`{match.group(0)}` is the environment variable {name.strip()!r} for nemo-automodel 0.7 (its loader "
+            "reads every `${...}` from the environment, `${model_name}` included, never from another recipe "
+            "key), so it cannot be resolved offline; write the value, or give a default: "
+            f"`${{{name.strip()},<value>}}`", source=source, key=key)
+
+    resolved = _BRACED.sub(default_of, value)
+    bare = _BARE.search(resolved)
+    if bare is not None:
+        raise RecipeError(f"`{bare.group(0)}` is the environment variable {bare.group(1)!r} for nemo-automodel 0.7, "
+                          "so it cannot be resolved offline; write the value", source=source, key=key)
+    return resolved

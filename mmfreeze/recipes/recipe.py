@@ -153,7 +153,7 @@ def read_model_id(document: Any, *, source: str) -> str:
     """The model id a recipe document names (``${...}`` resolved), without validating its `_target_`."""
     if not isinstance(document, Mapping):
         raise RecipeError("a recipe is a YAML mapping at the top level", source=source)
-    return _model_id(_model_mapping(document, source=source), document, source=source)
+    return _model_id(_model_mapping(document, source=source), source=source)
 
 
 def _model_mapping(document: Mapping[str, Any], *, source: str) -> Mapping[str, Any]:
@@ -176,12 +176,12 @@ def _model_section(document: Mapping[str, Any], allowed: Mapping[str, str], *, s
     return ModelSection(
         target=target,
         auto_class=resolve_auto_class(target, allowed, source=source),
-        model_id=_model_id(section, document, source=source),
+        model_id=_model_id(section, source=source),
         drafter=parse_drafter(section, document, source=source) if composite else None,
     )
 
 
-def _model_id(section: Mapping[str, Any], document: Mapping[str, Any], *, source: str) -> str:
+def _model_id(section: Mapping[str, Any], *, source: str) -> str:
     """``model.pretrained_model_name_or_path``, or for a ``from_config`` recipe
     ``model.config.pretrained_model_name_or_path``, where nemo-automodel reads it too
     (``recipes/_typed_config.py``, ``_model_name_from_cfg``)."""
@@ -200,4 +200,4 @@ def _model_id(section: Mapping[str, Any], document: Mapping[str, Any], *, source
             source=source,
             key=key,
         )
-    return resolve_references(model_id, document, source=source, key=key)
+    return resolve_references(model_id, source=source, key=key)

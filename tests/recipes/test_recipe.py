@@ -29,11 +29,6 @@ def test_absent_freeze_config_differs_from_empty_section(tmp_path: Path) -> None
     assert (absent.freeze_config, empty.freeze_config) == (None, {})
 
 
-def test_model_id_reference_to_another_key_is_resolved(tmp_path: Path) -> None:
-    text = f"base: {{name: org/m}}\nmodel:\n  _target_: {IMAGE_TEXT}\n  pretrained_model_name_or_path: ${{base.name}}\n"
-    assert load_recipe(write(tmp_path, text)).model.model_id == "org/m"
-
-
 def test_anchors_and_merge_keys_are_resolved(tmp_path: Path) -> None:
     text = (
         f"defaults: &defaults\n  _target_: {IMAGE_TEXT}\n  pretrained_model_name_or_path: org/m\n"
@@ -47,6 +42,26 @@ def test_runtime_resolver_in_model_id_is_reported_not_guessed(tmp_path: Path) ->
     with pytest.raises(RecipeError, match="cannot be resolved offline") as caught:
         load_recipe(write(tmp_path, text))
     assert caught.value.key == "model.pretrained_model_name_or_path"
+
+
+@pytest.mark.parametrize("reference", ["${MODEL_ID,org/m}", "${oc.env:MODEL_ID,org/m}", "${ MODEL_ID , org/m }"])
+def test_an_environment_reference_with_a_default_reads_as_its_default(tmp_path: Path, reference: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """nemo-automodel 0.7 reads `${VAR,default}` from the environment; a snapshot must not depend on
+    the machine, so mmfreeze reads what a run without the variable trains, whatever this one has."""
+    monkeypatch.setenv("MODEL_ID", "org/other")
+    text = f"model:\n  _target_: {IMAGE_TEXT}\n  pretrained_model_name_or_path: '{reference}'\n"
+    assert load_recipe(write(tmp_path, text)).model.model_id == "org/m"
+
+
+def test_a_recipe_key_reference_is_an_environment_variable_for_the_framework(tmp_path: Path) -> None:
+    """0.7's loader has no OmegaConf key interpolation: `${model_name}` is the environment variable
+    model_name, so reading the recipe key instead would describe a model the framework never trains."""
+    text = f"model_name: org/m\nmodel:\n  _target_: {IMAGE_TEXT}\n  pretrained_model_name_or_path: ${{model_name}}\n"
+    with pytest.raises(RecipeError, match="is the environment variable 'model_name' for nemo-automodel 0.7") as caught:
+        load_recipe(write(tmp_path, text))
+    assert caught.value.key == "model.pretrained_model_name_or_path"
+    assert "give a default: `${model_name,<value>}`" in caught.value.message
 
 
 def test_unknown_target_is_rejected_with_the_allowlist(tmp_path: Path) -> None:
