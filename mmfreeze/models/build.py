@@ -140,6 +140,19 @@ def _required_library(error: BaseException) -> str:
     return found.group(1) if found else ""
 
 
+def build_fake_model(config: PretrainedConfig, model_class: type[nn.Module], mode: Any) -> nn.Module:
+    """Instantiate ``model_class`` from ``config`` under ``mode``, a ``FakeTensorMode``: every tensor
+    has its real shape and no storage, like on meta, and a data-dependent operation (``.item()``, a
+    mask's ``nonzero``) gives a symbolic value instead of failing as it does on meta."""
+    try:
+        with warnings.catch_warnings(), quiet_transformers(), mode:
+            warnings.simplefilter("ignore")
+            return model_class._from_config(config)
+    except Exception as error:  # transformers raises many kinds for a bad config
+        raise ModelBuildError(f"transformers could not build {model_class.__name__} with fake tensors from this "
+                              f"config: {type(error).__name__}: {first_line(error)}") from error
+
+
 def build_meta_model(
     config: PretrainedConfig, model_class: type[nn.Module], *, constructor: Literal["transformers", "framework"] = "transformers"
 ) -> nn.Module:
