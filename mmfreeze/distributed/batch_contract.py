@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.exceptions import DistributedConfigError
+from mmfreeze.reachability.mix import MIXES_KEY, parse_mixes
 
 CONTRACT_KEY = "batch_contract"
+CONTRACT_KEYS = ("rank_uniform", MIXES_KEY)
 """Where a recipe declares it: ``distributed.multimodal.batch_contract.rank_uniform: [vision]``.
 It sits beside the policies it makes safe but is the data side's statement, not a policy: the
 policy parser skips it, and nothing derives it from dataset settings."""
@@ -50,18 +52,25 @@ class BatchContract:
 
 
 def parse_batch_contract(multimodal: Mapping[str, Any], *, source: str | None = None) -> BatchContract:
-    """The contract a recipe declares under ``distributed.multimodal``, or the conservative default."""
+    """The contract a recipe declares under ``distributed.multimodal``, or the conservative default.
+    Its ``mixes`` (which inputs batches carry, for reachability) are checked here too and read by
+    :func:`mmfreeze.reachability.mix.recipe_mixes`."""
     where = f"distributed.multimodal.{CONTRACT_KEY}"
     section = multimodal.get(CONTRACT_KEY)
     if section is None:
         return BatchContract()
-    if not isinstance(section, Mapping) or set(section) != {"rank_uniform"}:
+    if not isinstance(section, Mapping) or not section or not set(section) <= set(CONTRACT_KEYS):
         raise DistributedConfigError(
-            f"must be `{{rank_uniform: [modality, ...]}}`: the modalities the batch planner runs on every "
-            f"rank in every step or on none; got {section!r}", source=source, key=where,
+            f"must be `{{rank_uniform: [modality, ...], mixes: [text, text+image, ...]}}` (either or both): the "
+            f"modalities the batch planner runs on every rank in every step or on none, and the mixes of inputs "
+            f"batches carry; got {section!r}", source=source, key=where,
         )
-    modalities = section["rank_uniform"]
+    if MIXES_KEY in section:
+        parse_mixes(section[MIXES_KEY], source=source)
+    modalities = section.get("rank_uniform", [])
     if not isinstance(modalities, list) or not all(isinstance(m, str) and m for m in modalities):
         raise DistributedConfigError(f"must be a list of modality names, got {modalities!r}",
                                      source=source, key=f"{where}.rank_uniform")
+    if not modalities:
+        return BatchContract()
     return BatchContract.uniform(modalities, declared_by=f"recipe: {where}")

@@ -9,6 +9,11 @@ weights, and the autograd graph from the loss is walked (:mod:`~mmfreeze.reachab
 - with an image, at full size under ``FakeTensorMode``, where the model's multimodal code allows
   it (:func:`~mmfreeze.reachability.probe.image_with_fake_tensors`; the LLaVA family so far).
 
-Each result names the method that gave it. Not yet here: the mix a recipe declares or its dataset
-implies, the snapshot section, `explain`'s verdict and the run-time check (see the issue).
+- with an image on a shrunken config (every depth kept, tiny widths) with real tensors on the CPU,
+  where fake tensors stop at a data-dependent guard (Qwen2-VL, Qwen2.5-VL).
+
+Each result names the method that gave it. The mixes to ask for come from the recipe
+(:mod:`~mmfreeze.reachability.mix`: declared, implied by the dataset builder, or every plausible
+one). Not yet here: the video and audio batches, the snapshot section, `explain`'s verdict and the
+run-time check (see the issue).
 """

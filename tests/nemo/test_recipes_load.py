@@ -46,3 +46,11 @@ def test_the_frameworks_loader_reads_the_recipe_and_imports_every_target(
             load_yaml_config(str(recipe))
         return
     assert load_yaml_config(str(recipe)).get("model") is not None
+
+
+def test_every_builder_the_mix_table_names_is_one_the_framework_ships() -> None:
+    from nemo_automodel.components.config.loader import _resolve_target
+
+    from mmfreeze.reachability.mix import BUILDER_MIXES
+
+    assert all(callable(_resolve_target(target)) for target in BUILDER_MIXES)
