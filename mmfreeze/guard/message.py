@@ -46,6 +46,8 @@ def summary_line(local: LocalCheck) -> str:
         )
     if local.optimizer is not None and not local.optimizer.ok:
         parts.append(_optimizer_summary(local.optimizer))
+    if local.missing_gradients:
+        parts.append(f"{len(local.missing_gradients):,} trainable without a gradient (e.g. {local.missing_gradients[0]})")
     return "; ".join(parts)
 
 
@@ -97,6 +99,8 @@ def _local_lines(local: LocalCheck, group_of: GroupOf, numel_of: Mapping[str, in
                "or not, extra modules, another config)")
     if local.optimizer is not None:
         yield from _optimizer_lines(local.optimizer, group_of, numel_of)
+    yield from _names_section("trainable, but no gradient after the backward (the loss never reached them)",
+                              local.missing_gradients or (), group_of, numel_of)
 
 
 def _optimizer_lines(findings: OptimizerFindings, group_of: GroupOf, numel_of: Mapping[str, int]) -> Iterator[str]:
@@ -146,6 +150,10 @@ def _advice(report: GuardReport) -> Iterator[str]:
         yield ("  what to do: build the optimizer after the model is final (PEFT, FSDP2 wrapping, freezing), "
                "from its trainable parameters, each once, in the groups of the recipe's "
                "optimizer.param_group_overrides (`mmfreeze explain` shows them)")
+    if local.missing_gradients:
+        yield ("  what to do: freeze what the loss does not reach (a `freeze_config` entry), run the skipped "
+               "path on a dummy input (`distributed.multimodal.<modality>.run_dummy_forward: true`), or change the "
+               "data mix so that batches reach it")
     ranks = report.ranks
     if ranks is not None and ranks.missing:
         yield "  what to do: call verify_frozen_set on every rank, the same number of times, once the model is set up"

@@ -21,10 +21,12 @@ class LocalCheck:
     """``None`` when no optimizer was given."""
     snapshot_transformers: str
     """The transformers release the snapshot's module tree came from (its header)."""
+    missing_gradients: tuple[str, ...] | None = None
+    """Trainable parameters without a gradient; ``None`` when gradients were not checked."""
 
     @property
     def ok(self) -> bool:
-        return self.difference.empty and (self.optimizer is None or self.optimizer.ok)
+        return self.difference.empty and (self.optimizer is None or self.optimizer.ok) and not self.missing_gradients
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +55,7 @@ class VerifiedFrozenSet:
     frozen_tensors: int
     trainable_tensors: int
     optimizer_checked: bool
+    gradients_checked: bool = False
     rank: int | None
     world_size: int
     ranks_compared: bool

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import FrozenSetMismatchError, MmfreezeError
 from mmfreeze.guard.compare import compare_with_snapshot
+from mmfreeze.guard.gradients import missing_gradients
 from mmfreeze.guard.live import LiveModel, read_live_model
 from mmfreeze.guard.labels import canonical_grouper
 from mmfreeze.guard.locate import RecipeRef, find_snapshot, read_snapshot, recipe_file, recipe_label
@@ -38,6 +39,7 @@ def verify_frozen_set(
     *,
     optimizer: Any = None,
     snapshot: str | os.PathLike[str] | None = None,
+    gradients: bool = False,
     peer_timeout: float | None = DEFAULT_PEER_TIMEOUT_S,
 ) -> VerifiedFrozenSet:
     """Check that ``model`` trains exactly what the recipe's accepted snapshot says.
@@ -49,6 +51,8 @@ def verify_frozen_set(
     - ``optimizer``: when given, its param groups must hold every trainable parameter, no frozen
       one, and none twice, each in a group whose ``lr_mult`` / ``wd_mult`` (absent: 1) are the
       snapshot's rate for it.
+    - ``gradients``: every trainable parameter must also hold a gradient (call it after a backward,
+      before the optimizer step): a parameter the loss never reaches has none.
     - ``peer_timeout``: inside a process group, seconds to wait for every rank's verdict
       (``mmfreeze.guard.ranks``); ``None`` checks this rank alone.
 
@@ -58,7 +62,7 @@ def verify_frozen_set(
     """
     context = current_ranks() if peer_timeout is not None else None
     try:
-        live, local = _check_locally(model, recipe, optimizer, snapshot)
+        live, local = _check_locally(model, recipe, optimizer, snapshot, gradients)
     except MmfreezeError as error:
         _share(context, False, f"could not verify: {error}", peer_timeout, wait=False)
         raise
@@ -72,7 +76,9 @@ def verify_frozen_set(
     return _verified(report, live)
 
 
-def _check_locally(model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot: Any) -> tuple[LiveModel, LocalCheck]:
+def _check_locally(
+    model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot: Any, gradients: bool,
+) -> tuple[LiveModel, LocalCheck]:
     path = recipe_file(recipe)
     located = find_snapshot(path, snapshot)
     stored = read_snapshot(located, recipe=path)
@@ -83,6 +89,7 @@ def _check_locally(model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot
         difference=compare_with_snapshot(live, stored),
         optimizer=check_optimizer(optimizer, live, stored.rate_of) if optimizer is not None else None,
         snapshot_transformers=stored.header.transformers,
+        missing_gradients=missing_gradients(model, live) if gradients else None,
     )
     return live, local
 
@@ -109,6 +116,7 @@ def _verified(report: GuardReport, live: LiveModel) -> VerifiedFrozenSet:
         frozen_tensors=len(live.frozen),
         trainable_tensors=len(live.names) - len(live.frozen),
         optimizer_checked=report.local.optimizer is not None,
+        gradients_checked=report.local.missing_gradients is not None,
         rank=report.rank,
         world_size=report.world_size,
         ranks_compared=report.ranks is not None,

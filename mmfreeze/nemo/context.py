@@ -14,8 +14,11 @@ from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.spec import MultimodalModuleSpec
 
 SETTINGS_KEY = "mmfreeze"
-"""The recipe's own switches for the integration: ``mmfreeze: {guard: false}``."""
+"""The recipe's own switches for the integration: ``mmfreeze: {guard: false}``,
+``mmfreeze: {gradients: true}``."""
 GUARD_KEY = "guard"
+GRADIENTS_KEY = "gradients"
+"""Opt-in: the guard also checks, before the first step, that every trainable parameter got a gradient."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class RunContext:
     """The recipe's `multimodal.modules` overrides, which its sections may address."""
     guard: bool = True
     """Run the guard before the first optimizer step (``mmfreeze.guard`` in the recipe turns it off)."""
+    gradients: bool = False
+    """The guard also checks that every trainable parameter received a gradient (``mmfreeze.gradients``)."""
 
     @property
     def recipe_file(self) -> RecipeFile | None:
@@ -56,17 +61,18 @@ def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunCo
         recipe=recipe,
         source=shown,
         override_specs=override_specs(read_module_overrides(document, source=shown)),
-        guard=_guard_setting(document, shown) if guard is None else guard,
+        guard=_setting(document, GUARD_KEY, True, shown) if guard is None else guard,
+        gradients=_setting(document, GRADIENTS_KEY, False, shown),
     )
 
 
-def _guard_setting(document: Mapping[str, Any], source: str) -> bool:
+def _setting(document: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
     settings = document.get(SETTINGS_KEY) or {}
-    if not isinstance(settings, Mapping) or not set(settings) <= {GUARD_KEY}:
+    if not isinstance(settings, Mapping) or not set(settings) <= {GUARD_KEY, GRADIENTS_KEY}:
         raise IntegrationError(
-            f"expected a mapping with the one key `{GUARD_KEY}` (true or false), got {settings!r}",
-            source=source, key=SETTINGS_KEY)
-    value = settings.get(GUARD_KEY, True)
+            f"expected a mapping with the keys `{GUARD_KEY}` and `{GRADIENTS_KEY}` (each true or false), "
+            f"got {settings!r}", source=source, key=SETTINGS_KEY)
+    value = settings.get(key, default)
     if not isinstance(value, bool):
-        raise IntegrationError(f"must be true or false, got {value!r}", source=source, key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+        raise IntegrationError(f"must be true or false, got {value!r}", source=source, key=f"{SETTINGS_KEY}.{key}")
     return value

@@ -46,12 +46,14 @@ def arm_guard(optimizer: Any, model: Any, context: RunContext) -> None:
 
     def check_before_first_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         handle.remove()
-        verified = verify_frozen_set(model, context.recipe_file, optimizer=optimizer)
+        verified = verify_frozen_set(model, context.recipe_file, optimizer=optimizer, gradients=context.gradients)
         # Written to stderr, not logged: nemo-automodel's RankFilter disables logging on every rank
         # but 0 for the whole process, and each rank's verdict belongs in its own log.
         print(
             f"mmfreeze guard: rank {verified.rank or 0} of {verified.world_size}: {context.source} matches its "
             f"snapshot ({verified.trainable_tensors} trainable, {verified.frozen_tensors} frozen tensors; optimizer "
-            f"{'checked' if verified.optimizer_checked else 'not checked'})", file=sys.stderr, flush=True)
+            f"{'checked' if verified.optimizer_checked else 'not checked'}"
+            f"{'; every trainable parameter got a gradient' if verified.gradients_checked else ''})",
+            file=sys.stderr, flush=True)
 
     handle = optimizer.register_step_pre_hook(check_before_first_step)

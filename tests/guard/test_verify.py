@@ -263,3 +263,22 @@ def test_the_error_crosses_process_boundaries_with_its_message(finetune):
 
     assert type(copied) is FrozenSetMismatchError and str(copied) == str(error)
     assert copied.source == FINETUNE and copied.details is None  # the structured report stays in its process
+
+
+def test_with_gradients_a_trainable_parameter_the_loss_never_reached_is_named(tmp_path, monkeypatch):
+    """Issue 25, item 4: after a text-only backward the trainable projector has no gradient (the
+    image path never ran); after a backward with an image every trainable parameter has one."""
+    from tests.distributed.tiny_vlms import build_batch
+
+    model = _tiny_llava_with_snapshot(tmp_path, monkeypatch)
+    model(**build_batch("llava", "text", seed=0)).loss.backward()
+
+    error = mismatch(model, "recipes/tiny_llava.yaml", gradients=True)
+    missing = error.details.local.missing_gradients
+    assert missing and all(name.startswith("model.multi_modal_projector.") for name in missing)
+    assert "  trainable, but no gradient after the backward (the loss never reached them): 4 tensors" in str(error)
+    assert "run_dummy_forward: true" in str(error)
+
+    model.zero_grad(set_to_none=True)
+    model(**build_batch("llava", "image", seed=0)).loss.backward()
+    assert verify_frozen_set(model, "recipes/tiny_llava.yaml", gradients=True).gradients_checked

@@ -106,13 +106,22 @@ def test_mmfreeze_train_fails_before_starting_the_command(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("text", "error"), [
     ("mmfreeze: {guard: maybe}\n", "mmfreeze.guard: must be true or false, got 'maybe'"),
-    ("mmfreeze: {gaurd: false}\n", "mmfreeze: expected a mapping with the one key `guard`"),
+    ("mmfreeze: {gaurd: false}\n", "mmfreeze: expected a mapping with the keys `guard` and `gradients`"),
+    ("mmfreeze: {gradients: 1}\n", "mmfreeze.gradients: must be true or false, got 1"),
 ])
 def test_a_bad_guard_key_names_the_recipe_and_the_key(text: str, error: str, tmp_path: Path) -> None:
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("model: {}\n" + text)
     with pytest.raises(IntegrationError, match=error.replace("{", r"\{").replace("}", r"\}").replace("`", "`")):
         read_run_context(recipe)
+
+
+def test_the_recipe_opts_in_to_the_gradient_check(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: {}\n")
+    assert not read_run_context(recipe).gradients
+    recipe.write_text("model: {}\nmmfreeze: {gradients: true}\n")
+    assert read_run_context(recipe).gradients and read_run_context(recipe).guard
 
 
 def test_the_recipe_key_turns_the_guard_off_and_the_caller_wins(tmp_path: Path) -> None:

@@ -31,9 +31,13 @@ pytestmark = [pytest.mark.framework, pytest.mark.slow, requires_framework]
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "train_worker.py"
 RECIPE = Path("recipes/tiny_llava.yaml")
+NO_DUMMY_FORWARD = Path("recipes/tiny_llava_no_dummy_forward.yaml")
+"""The same recipe with mmfreeze's dummy forward for the vision path turned off, which its setup
+check allows only when the batch contract says every rank runs vision in the same steps."""
 VISION_TOWER = "model.vision_tower."
 PROJECTOR = "model.multi_modal_projector."
 GUARD_LINE = "mmfreeze guard: rank {rank} of 2: recipes/tiny_llava.yaml matches its snapshot"
+GRADIENTS_LINE = "every trainable parameter got a gradient)"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     template = (HERE / "recipes" / "tiny_llava_legacy.yaml").read_text()
     (root / RECIPE).parent.mkdir()
     (root / RECIPE).write_text(template.replace("MODEL_DIR", str(HERE / "models" / "tiny-llava")))
+    (root / NO_DUMMY_FORWARD).write_text((root / RECIPE).read_text().replace(
+        "      frozen_sharding: replicate", "      frozen_sharding: replicate\n      run_dummy_forward: false").replace(
+        "  multimodal:\n", "  multimodal:\n    batch_contract: {rank_uniform: [vision]}   # no rank ever runs vision\n"))
     previous = Path.cwd()
     os.chdir(root)
     try:
@@ -66,11 +73,12 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def train(repository: Path, tmp_path: Path, *extra: str) -> Run:
+def train(repository: Path, tmp_path: Path, *extra: str, text_only: bool = False, recipe: Path = RECIPE) -> Run:
     out = tmp_path / "run.json"
     command = [sys.executable, "-m", "mmfreeze", "train", "--",
-               sys.executable, str(WORKER), str(RECIPE), str(out), *extra]
-    environment = {**os.environ, "PYTHONPATH": str(HERE.parents[1]), "TRAIN_WORKER_DEADLINE_S": "240"}
+               sys.executable, str(WORKER), str(recipe), str(out), *extra]
+    environment = {**os.environ, "PYTHONPATH": str(HERE.parents[1]), "TRAIN_WORKER_DEADLINE_S": "240",
+                   "TRAIN_WORKER_TEXT_ONLY": "1" if text_only else "0"}
     completed = subprocess.run(command, cwd=repository, env=environment, capture_output=True, text=True, timeout=400)
     assert out.exists(), completed.stdout + completed.stderr
     logs = {rank: Path(f"{out}.rank{rank}.log").read_text() for rank in range(2)}
@@ -113,7 +121,7 @@ def test_a_migrated_recipe_trains_through_the_framework_with_the_guard_and_its_a
         # the addition: frozen_sharding replicate for vision (0.7's own key says root: DTensors)
         assert {params[name]["kind"] for name in frozen} == {"Tensor"}
         assert {params[name]["kind"] for name in trainable} == {"DTensor"}
-        assert GUARD_LINE.format(rank=rank) in run.logs[rank]
+        assert GUARD_LINE.format(rank=rank) in run.logs[rank] and GRADIENTS_LINE in run.logs[rank]
         assert len(record["losses"]) == 2
         # the rate named by role: the projector's group at 10x, read by the framework's scheduler
         projector = [name for name in trainable if name.startswith(PROJECTOR)]
@@ -134,3 +142,23 @@ def test_the_guard_stops_a_run_whose_model_changed_after_setup_on_both_ranks(rep
         assert record["error"].startswith(f"FrozenSetMismatchError: {RECIPE}: ")
         assert "model.vision_tower.post_layernorm.weight" in record["error"]
         assert "ranks that disagree: 0" in record["error"]
+
+
+def test_with_text_only_batches_the_dummy_forward_reaches_the_projector_and_without_it_the_guard_stops(
+    repository: Path, tmp_path: Path
+) -> None:
+    """Issue 25, item 4 (`mmfreeze: {gradients: true}` in the recipe): text-only batches never run
+    the image path, so the trainable projector gets a gradient only through mmfreeze's dummy
+    forward (on by default); with it off, the guard stops both ranks before the first step and
+    names the projector."""
+    with_dummy = train(repository, tmp_path / "with", text_only=True)
+    assert with_dummy.code == 0, with_dummy.logs
+    assert all(GRADIENTS_LINE in with_dummy.logs[rank] for rank in (0, 1))
+    without = train(repository, tmp_path / "without", text_only=True, recipe=NO_DUMMY_FORWARD)
+    assert without.code != 0
+    for rank in (0, 1):
+        record = without.rank(rank)
+        assert record["error"].startswith(f"FrozenSetMismatchError: {NO_DUMMY_FORWARD}: "), record["error"]
+        assert record["losses"] == []
+        assert "trainable, but no gradient after the backward (the loss never reached them)" in record["error"]
+        assert f"{PROJECTOR}linear_1.weight" in record["error"]

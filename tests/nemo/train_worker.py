@@ -74,12 +74,19 @@ def batch_spec(hf_config: Any) -> dict[str, Any]:
     raise ValueError(f"no synthetic batch for model_type={model_type!r} (llava, qwen2_vl, qwen2_5_vl)")
 
 
+TEXT_ONLY_ENV = "TRAIN_WORKER_TEXT_ONLY"
+"""``1``: every example is text only (no image placeholder, no pixels), as a text-only data mix."""
+
+
 def synthetic_example(spec: dict[str, Any], index: int) -> dict[str, Any]:
-    """One seeded example: token ids with an image placeholder run, and its pixels."""
+    """One seeded example: token ids with an image placeholder run, and its pixels (text only
+    under :data:`TEXT_ONLY_ENV`)."""
     import torch
 
     generator = torch.Generator().manual_seed(1000 + index)
     ids = torch.randint(0, spec["text_vocab"], (spec["seq_len"],), generator=generator)
+    if os.environ.get(TEXT_ONLY_ENV) == "1":
+        return {"input_ids": ids}
     if spec["kind"] == "llava":
         ids[2:2 + spec["image_tokens"]] = spec["image_token_id"]
         pixels = torch.randn(*spec["pixel_shape"], generator=generator)
@@ -108,6 +115,8 @@ def synthetic_collate(examples: list[dict[str, Any]], processor: Any = None, *, 
     labels = ids.masked_fill(ids >= spec["text_vocab"], -100)  # no loss on image / vision special tokens
     labels = torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], -100)], dim=1)  # labels[t] = ids[t+1]
     batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    if "pixel_values" not in examples[0]:
+        return batch
     if spec["kind"] == "llava":
         batch["pixel_values"] = torch.stack([e["pixel_values"] for e in examples])
     else:
