@@ -49,8 +49,6 @@ class ParamGroups:
     """Override index -> every parameter, frozen or not, its pattern matches."""
 
 
-
-
 def rates_of(groups: ParamGroups) -> dict[Rate, frozenset[str]]:
     """The trainable tensors outside the default rate, by their multipliers (entries with the same
     multipliers train at the same rate, so they are one group here)."""
