@@ -47,6 +47,8 @@ class RateRewrite:
 
 @dataclass(frozen=True, kw_only=True)
 class KeptPattern:
+    """One pattern entry no selector reproduces: it stays a regex, and the report says why."""
+
     index: int
     pattern: str
     reason: str
@@ -57,6 +59,8 @@ class KeptPattern:
 
 @dataclass(frozen=True)
 class RatePlan:
+    """What MF005 does to one recipe's list: the proven rewrites and the patterns it keeps."""
+
     rewrites: tuple[RateRewrite, ...] = ()
     kept: tuple[KeptPattern, ...] = ()
 
