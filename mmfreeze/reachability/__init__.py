@@ -10,7 +10,7 @@ weights, and the autograd graph from the loss is walked (:mod:`~mmfreeze.reachab
   it (:func:`~mmfreeze.reachability.probe.image_with_fake_tensors`; the LLaVA family so far).
 
 - with an image on a shrunken config (every depth kept, tiny widths) with real tensors on the CPU,
-  where fake tensors stop at a data-dependent guard (Qwen2-VL, Qwen2.5-VL).
+  where fake tensors stop at a data-dependent guard (Qwen2-VL, Qwen2.5-VL, Gemma-3).
 
 Each result names the method that gave it. The mixes to ask for come from the recipe
 (:mod:`~mmfreeze.reachability.mix`: declared, implied by the dataset builder, or every plausible

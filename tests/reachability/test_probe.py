@@ -105,6 +105,16 @@ def test_the_static_text_only_result_equals_a_real_backward_name_by_name(recipe:
     assert text_only(recipe) == without_gradient
 
 
+def test_gemma3_with_an_image_reaches_its_whole_tower_and_embedder() -> None:
+    """Gemma-style: the SigLIP tower's last hidden state, pooled and projected (no feature layer
+    skipped), so an image batch reaches every parameter; a text-only one reaches none of them."""
+    recipe = ARCHITECTURES["Gemma-style embedder"]
+    config, model_class = config_and_class(recipe)
+    with_image = with_an_image(config, model_class)
+    assert with_image.method == SHRUNKEN and with_image.unreachable == frozenset()
+    assert prefixes(text_only(recipe), 2) == {"model.vision_tower", "model.multi_modal_projector"}
+
+
 def test_llavas_full_size_fake_result_equals_a_real_backward_of_its_shrunken_config() -> None:
     config, model_class = config_and_class(LLAVA_7B)
     assert with_an_image(config, model_class).unreachable == image_on_shrunken_config(config, model_class).unreachable
