@@ -124,7 +124,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
     jobs = [(p.source.key, p.source.config.config, p.request.auto_class, p.request.source, p.request.build,
-             p.source.drafter) for p in pending]
+             p.source.drafter, p.request.probe) for p in pending]
     if workers <= 1:
         yield from (_decode(_build_job(job)) for job in jobs)
         return
@@ -139,7 +139,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
             try:
                 yield _decode(future.result())
             except BrokenProcessPool:
-                key, _, _, display_path, _, _ = futures[future]
+                key, _, _, display_path, _, _, _ = futures[future]
                 yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
@@ -158,17 +158,17 @@ def _decode(outcome: tuple[str, Any, float]) -> Built:
     return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value, seconds
 
 
-Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None]
-"""A build's key, config, Auto class, recipe (for messages), builder and composite drafter."""
+Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None, bool]
+"""A build's key, config, Auto class, recipe (for messages), builder, composite drafter, and whether to probe."""
 
 
 def _build_job(job: Job) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
     """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
-    key, config, auto_class, display_path, build, drafter = job
+    key, config, auto_class, display_path, build, drafter, probe = job
     started = time.perf_counter()
     try:
         value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path, build=build,
-                                                                drafter=drafter).to_json()
+                                                                drafter=drafter, probe=probe).to_json()
     except MmfreezeError as error:
         value = error
     return key, value, time.perf_counter() - started

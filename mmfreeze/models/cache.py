@@ -26,12 +26,14 @@ BUILD_PACKAGES = ("transformers", "torch", "torchvision", "timm")
 some vision towers); nemo-automodel's version is part of a framework build's identity."""
 
 
-def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec = TRANSFORMERS_SPEC) -> str:
-    """A stable hash of everything that decides the built model's structure."""
+def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec = TRANSFORMERS_SPEC, *,
+                  probed: bool = False) -> str:
+    """A stable hash of everything that decides the built model's structure (``probed``: and its probes)."""
     material = {
         "config": config,
         "auto_class": auto_class,
         "build": build.identity(),
+        "probed": probed,
         **{package: installed_version(package) for package in BUILD_PACKAGES},
         "model_code": code_fingerprint(PACKAGE_DIR / "models"),
     }

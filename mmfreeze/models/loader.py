@@ -43,6 +43,9 @@ class ModelRequest:
     """Which builder makes it: transformers, or the framework (:mod:`mmfreeze.models.framework`)."""
     drafter: DrafterSection | None = None
     """A composite's second model: the structure is then ``Gemma4WithDrafter``'s (:mod:`.composite`)."""
+    probe: bool = False
+    """Also probe what each data mix's loss reaches (:mod:`mmfreeze.models.probe`), as snapshots need:
+    a probed structure is its own cache entry, so a caller that needs only names does not pay for it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +86,7 @@ def structure_source(request: ModelRequest, *, allow_network: bool = False) -> S
     material: Mapping[str, Any] = source.config if drafter is None else {
         "base": source.config, "drafter": drafter.config, "composite": drafter.section.arguments()}
     return StructureSource(config=source, drafter=drafter,
-                           key=structure_key(material, request.auto_class, request.build))
+                           key=structure_key(material, request.auto_class, request.build, probed=request.probe))
 
 
 def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> DrafterBuild | None:
@@ -193,14 +196,20 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
 
 def build_structure(
     config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC,
-    drafter: DrafterBuild | None = None,
+    drafter: DrafterBuild | None = None, probe: bool = False,
 ) -> ModelStructure:
+    """The structure of the model ``build`` makes; ``probe``: with what each data mix's loss reaches
+    (a composite is not probed)."""
     if drafter is not None:
         from mmfreeze.models.composite import composite_structure
 
         return composite_structure(*_composite_parts(config, auto_class, drafter, source=source, build=build),
                                    drafter.section, source=source)
-    return build_live(config, auto_class, source=source, build=build).structure()
+    from mmfreeze.models.probe.run import probes_of
+
+    live = build_live(config, auto_class, source=source, build=build)
+    structure = live.structure()  # before the probes change the model's flags and dtype
+    return replace(structure, probes=probes_of(live.model)) if probe else structure
 
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
@@ -209,6 +218,6 @@ def load_structure(request: ModelRequest, cache: StructureCache, *, allow_networ
     structure = cache.get(found.key)
     if structure is None:
         structure = build_structure(found.config.config, request.auto_class, source=request.source,
-                                    build=request.build, drafter=found.drafter)
+                                    build=request.build, drafter=found.drafter, probe=request.probe)
         cache.put(found.key, structure)
     return LoadedStructure(request=request, source=found.config, structure=structure, key=found.key)

@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 DEFAULT_LORA_TARGETS = ("*_proj",)
 ADAPTER_MARK = "lora_"
 """The PEFT baseline trains exactly the parameters whose name contains this."""
+
+
+def adapted_weight(name: str) -> str:
+    """The weight an adapter tensor adapts, ``x.q_proj.lora_A.weight`` -> ``x.q_proj.weight`` (it
+    runs in the same forward, and labels like it); any other name is its own."""
+    module, mark, _ = name.partition(f".{ADAPTER_MARK}")
+    return f"{module}.weight" if mark else name
+
 PEFT_CONFIG_FIELDS = frozenset({
     "_target_", "target_modules", "exclude_modules", "match_all_linear", "dim", "alpha", "use_dora",
     "dropout", "dropout_position", "lora_A_init", "lora_dtype", "use_memory_efficient_lora",

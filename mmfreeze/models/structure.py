@@ -28,7 +28,8 @@ from mmfreeze.models.renames import Renames
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 6
+STRUCTURE_FORMAT_VERSION = 7
+"""7 added ``probes``."""
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -62,6 +63,21 @@ class ConfigFacts:
     """From ``config.text_config`` when the config has one, else from ``config``."""
     num_kv_shared_layers: int = 0
     """Same lookup; Gemma4 E2B/E4B layers that reuse another layer's keys and values."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    """What the loss of one synthetic batch (a data mix) leaves unreached, every parameter
+    trainable, and how that was found (:mod:`mmfreeze.models.probe`)."""
+
+    mix: str
+    """``text``, or ``text+`` the inputs the batch carried (``text+image``)."""
+    method: str
+    """How the graph was read (a forward on meta, with fake tensors, or on a shrunken config);
+    ``""`` when no method could run, and ``error`` says why."""
+    unreached: tuple[str, ...] = ()
+    """Canonical parameter names no path from the loss reaches, sorted."""
+    error: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +127,9 @@ class ModelStructure:
     checkpoint_renames: Renames = Renames()
     """How the checkpoint's names become this model's under the transformers release that built it
     (:mod:`mmfreeze.models.conversion`); none for the framework's classes and composites."""
+    probes: tuple[Probe, ...] = ()
+    """What each data mix's loss reaches, for the mixes the class has a batch for (a build worker
+    probes the model it built); none for composites."""
 
     def part(self, part: StructurePart) -> ModelStructure:
         """``part`` as a model of its own: its names without the prefix, its own config facts."""
@@ -151,6 +170,7 @@ class ModelStructure:
             linear_modules=frozenset(map(name, self.linear_modules)),
             composite_frozen=frozenset(map(name, self.composite_frozen)),
             checkpoint_renames=Renames(),
+            probes=tuple(replace(probe, unreached=tuple(sorted(map(name, probe.unreached)))) for probe in self.probes),
         )
 
     @cached_property
@@ -177,6 +197,7 @@ class ModelStructure:
             "parts": [asdict(part) for part in self.parts],
             "composite_frozen": sorted(self.composite_frozen),
             "checkpoint_renames": self.checkpoint_renames.to_json(),
+            "probes": [asdict(probe) for probe in self.probes],
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -201,6 +222,7 @@ class ModelStructure:
                         for part in data["parts"]),
             composite_frozen=frozenset(data["composite_frozen"]),
             checkpoint_renames=Renames.from_json(data["checkpoint_renames"]),
+            probes=tuple(Probe(**{**probe, "unreached": tuple(probe["unreached"])}) for probe in data["probes"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]

@@ -13,8 +13,8 @@ the mixes come from, in this order:
 
 2. the framework's dataset builder the recipe names (:data:`BUILDER_MIXES`, nemo-automodel
    0.7.0's builders, each read in its source);
-3. otherwise every plausible mix for the model's modalities, said to be unknown (``make_meta_dataset``
-   reads whatever its meta file lists: images, videos or neither).
+3. otherwise every plausible mix, said to be unknown: text, and each input the model's training
+   forward takes (``make_meta_dataset`` reads whatever its meta file lists: images, videos or neither).
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ WHERE = f"distributed.multimodal.batch_contract.{MIXES_KEY}"
 TEXT = "text"
 INPUTS = ("image", "video", "audio")
 """What a batch may carry beside text."""
-INPUTS_OF_MODALITY: Mapping[str, tuple[str, ...]] = MappingProxyType({"vision": ("image", "video"), "audio": ("audio",)})
-"""The resolver's modalities, and the batch inputs that run them."""
 
 _DATASETS = "nemo_automodel.components.datasets."
 _IMAGE, _AUDIO, _TEXT = ("text+image",), ("text+audio",), (TEXT,)
@@ -59,6 +57,10 @@ class Mixes:
     source: str
     known: bool = True
 
+    def describe(self) -> str:
+        """``text+image (dataset builder make_cord_v2_dataset)``: the snapshot header's ``mixes``."""
+        return f"{', '.join(self.mixes)} ({self.source})"
+
 
 def parse_mixes(value: Any, *, source: str | None = None) -> tuple[str, ...]:
     """A declared ``mixes`` list, each ``text`` plus ``+``-joined inputs (``text+image+audio``)."""
@@ -78,9 +80,9 @@ def parse_mixes(value: Any, *, source: str | None = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(mixes))
 
 
-def recipe_mixes(document: Mapping[str, Any], modalities: Iterable[str], *, source: str | None = None) -> Mixes:
-    """The recipe's mixes: declared, else its dataset builder's, else every plausible one for a
-    model with ``modalities`` (the resolver's: ``vision``, ``audio``)."""
+def recipe_mixes(document: Mapping[str, Any], plausible: Iterable[str], *, source: str | None = None) -> Mixes:
+    """The recipe's mixes: declared, else its dataset builder's, else every ``plausible`` one (the
+    mixes the model's forward takes, text first)."""
     declared = _declared(document)
     if declared is not None:
         return Mixes(parse_mixes(declared, source=source), f"declared: {WHERE}")
@@ -88,10 +90,15 @@ def recipe_mixes(document: Mapping[str, Any], modalities: Iterable[str], *, sour
     target = dataset.get("_target_") if isinstance(dataset, Mapping) else None
     if isinstance(target, str) and target in BUILDER_MIXES:
         return Mixes(BUILDER_MIXES[target], f"dataset builder {target.rpartition('.')[2]}")
-    inputs = [name for modality in modalities for name in INPUTS_OF_MODALITY.get(modality, ())]
     why = f"dataset builder {target.rpartition('.')[2]}" if isinstance(target, str) else "no dataset section"
-    return Mixes((TEXT, *(f"{TEXT}+{name}" for name in dict.fromkeys(inputs))),
-                 f"unknown ({why}; declare `{WHERE}`): every plausible mix", known=False)
+    return Mixes(tuple(plausible),
+                 f"unknown, so every plausible one: {why}; declare {WHERE}", known=False)
+
+
+def mix_material(document: Mapping[str, Any]) -> list[Any]:
+    """What :func:`recipe_mixes` reads of a recipe (its declaration, its dataset builder), for cache keys."""
+    dataset = document.get("dataset")
+    return [_declared(document), dataset.get("_target_") if isinstance(dataset, Mapping) else None]
 
 
 def _declared(document: Mapping[str, Any]) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,10 @@ from mmfreeze.models.loader import ModelRequest, find_config, load_structure, st
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.reachability.recipe import recipe_reach
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
+from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.frozen_cache import (
     CachedComputation,
     FailedComputation,
@@ -35,6 +37,7 @@ from mmfreeze.versions import code_fingerprint
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.reachability.recipe import RecipeReach
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,8 +62,8 @@ class LoadingOptions:
     """What builds the models (``[tool.mmfreeze] builder``, :func:`mmfreeze.models.framework.choose_builder`)."""
 
     def request(self, recipe: Recipe) -> ModelRequest:
-        """The recipe's model request under this run's builder."""
-        return model_request(recipe, self.builder)
+        """The recipe's model request under this run's builder, probed (a snapshot reports reachability)."""
+        return replace(model_request(recipe, self.builder), probe=True)
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:
@@ -161,11 +164,18 @@ def _record(recipe: Recipe, options: LoadingOptions) -> FrozenSetRecord:
 
 def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComputation:
     try:
-        return FrozenSetRecord.of(_compute(recipe, options), recipe=recipe.display_path)
+        result = _compute(recipe, options)
+        return FrozenSetRecord.of(result, recipe=recipe.display_path, reach=_reach(recipe, result))
     except (ConfigSourceError, EnvironmentBuildError):
         raise  # where a config is found, and what this machine can import, lie outside the key: never cached
     except MmfreezeError as error:  # everything else is decided by the key: the model, the sections, the code
         return FailedComputation.of(error)
+
+
+def _reach(recipe: Recipe, result: FrozenSetResult) -> RecipeReach:
+    """What the recipe trains and its loss never reaches, per data mix, labelled by resolved module."""
+    return recipe_reach(recipe.document, result.structure, result.frozen, group_of=grouper(result.structure),
+                        source=recipe.display_path)
 
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from mmfreeze.recipes.optimizer import DEFAULT_RATE, Rate
-from mmfreeze.models.lora import ADAPTER_MARK
+from mmfreeze.models.lora import adapted_weight
 from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.resolver.labels import ModuleGroup, group_names
 from mmfreeze.snapshots.format import Snapshot
@@ -128,6 +128,19 @@ class RateChange:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReachChange:
+    """One data mix, in both snapshots, whose trainable tensors the loss never reaches changed."""
+
+    mix: str
+    newly_unreachable: tuple[ModuleGroup, ...] = ()
+    """Trainable tensors no path from the loss reaches now, that one did (or that were not trainable)."""
+    newly_reached: tuple[ModuleGroup, ...] = ()
+    """Stored as unreachable, trainable and reached now (one frozen or removed since is reported as such)."""
+    probe: str = ""
+    """``<old> -> <new>`` when the method (or whether the mix was probed at all) changed."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecipeChange:
     """The behaviour change of one recipe: what is frozen now that was not, and the reverse; which
     LoRA adapters it adds now that it did not, and the reverse."""
@@ -146,6 +159,8 @@ class RecipeChange:
     (a removed layer, or a move neither release's mapping knows); they count 0 parameters."""
     rate_changes: tuple[RateChange, ...] = ()
     """Tensors trainable in both whose optimizer multipliers changed, by old and new rate."""
+    reach_changes: tuple[ReachChange, ...] = ()
+    """Per data mix in both snapshots, the trainable tensors that became unreachable or reached."""
     renamed: tuple[RenameGroup, ...] = ()
     """The current model's tensors whose stored name differs, by the mapping that renamed them."""
     stored_names: Mapping[str, str] = field(default_factory=dict)
@@ -155,7 +170,7 @@ class RecipeChange:
     def moved(self) -> bool:
         """Whether any stored name's trainability, or any adapter, differs (after renames)."""
         return bool(self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
-                    or self.unmapped or self.rate_changes)
+                    or self.unmapped or self.rate_changes or self.reach_changes)
 
     @property
     def version_only(self) -> bool:
@@ -188,13 +203,6 @@ def header_changes(old: Snapshot, new: Snapshot) -> tuple[HeaderChange, ...]:
     )
 
 
-def adapted_weight(name: str) -> str:
-    """The weight an adapter tensor adapts, ``x.q_proj.lora_A.weight`` -> ``x.q_proj.weight``: a
-    removed adapter is not in the current model, the weight it adapted is, and labels like it."""
-    module, mark, _ = name.partition(f".{ADAPTER_MARK}")
-    return f"{module}.weight" if mark else name
-
-
 def diff_snapshots(
     old: Snapshot, new: Snapshot, *, numel_of: Mapping[str, int], group_of: Callable[[str], str]
 ) -> RecipeChange:
@@ -221,6 +229,7 @@ def diff_snapshots(
         adapters_removed=group_names(removed, numel_of=numel_of, group_of=adapter_group),
         unmapped=group_names(gone, numel_of=numel_of, group_of=group_of),
         rate_changes=_rate_changes(old, new, names, old_frozen, numel_of=numel_of, group_of=group_of),
+        reach_changes=_reach_changes(old, new, names, numel_of=numel_of, group_of=group_of),
         renamed=names.renamed(numel_of),
         stored_names={name: stored for name in moved if (stored := names.to_stored(name)) != name},
     )
@@ -242,3 +251,26 @@ def _rate_changes(
             moved.setdefault((before, after), set()).add(name)
     return tuple(RateChange(old=before, new=after, groups=group_names(found, numel_of=numel_of, group_of=group_of))
                  for (before, after), found in sorted(moved.items()))
+
+
+def _reach_changes(
+    old: Snapshot, new: Snapshot, names: ReleaseNames, *, numel_of: Mapping[str, int], group_of: Callable[[str], str],
+) -> tuple[ReachChange, ...]:
+    """Per mix both snapshots list: what became unreachable, what is reached now, and a changed
+    method (a mix added or dropped shows as the header's ``mixes``)."""
+    before = {reach.mix: reach for reach in old.reach}
+    changes = []
+    for reach in new.reach:
+        stored = before.get(reach.mix)
+        if stored is None:
+            continue
+        was = {names.to_current(name) for name in old.unreachable.get(reach.mix, ())}
+        now = new.unreachable.get(reach.mix, frozenset())
+        still_trainable = {name for name in was - now if name in numel_of and name not in new.frozen}
+        probe = "" if stored.method == reach.method else f"{stored.method or 'not probed'} -> {reach.method or 'not probed'}"
+        if now - was or still_trainable or probe:
+            changes.append(ReachChange(
+                mix=reach.mix, probe=probe,
+                newly_unreachable=group_names(now - was, numel_of=numel_of, group_of=group_of),
+                newly_reached=group_names(still_trainable, numel_of=numel_of, group_of=group_of)))
+    return tuple(changes)

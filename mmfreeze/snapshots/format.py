@@ -57,8 +57,21 @@ stored names through them onto the current model's (:mod:`mmfreeze.snapshots.dif
 A recipe whose optimizer puts tensors at another rate than the base one lists them, one section
 per ``(lr_mult, wd_mult)``, after the adapters (``--- rate: lr_mult 0.1, wd_mult 1``).
 
+Then what the recipe trains and its loss never reaches (:mod:`mmfreeze.reachability`): the header's
+``mixes`` says which data mixes its batches carry and who says so, and one section per mix gives
+the method and the trainable tensors no path from the loss reaches, by resolved module::
+
+    mixes: text+image (dataset builder make_cord_v2_dataset)
+    ...
+    --- unreachable: text+image, FakeTensorMode forward at full size: 18 tensors
+    model.vision_tower (vision tower): 18 tensors
+      model.vision_tower.encoder.layers.23.layer_norm1.bias
+      ...
+    --- unreachable: text+video: not probed (mmfreeze has no text+video batch for X yet)
+
 Format 3 added ``builder`` and ``divergence``; format 4 the ``--- lora adapters`` section; format 5
-the ``--- rate`` and ``--- checkpoint renames`` sections.
+the ``--- rate`` and ``--- checkpoint renames`` sections; format 6 ``mixes`` and the
+``--- unreachable`` sections.
 """
 
 from __future__ import annotations
@@ -72,7 +85,7 @@ from mmfreeze.exceptions import SnapshotError
 from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 TITLE = "# mmfreeze frozen-parameter snapshot. Review changes; regenerate with `mmfreeze snapshot --update`."
 SEPARATOR = "---"
 ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
@@ -80,11 +93,19 @@ ADAPTERS_SECTION = f"{SEPARATOR} lora adapters"
 RATE_SECTION = f"{SEPARATOR} rate"
 """The line that starts the trainable tensors at one ``lr_mult``/``wd_mult`` other than 1/1:
 ``--- rate: lr_mult 0.1, wd_mult 1``; one section per rate, after the adapters."""
+UNREACHABLE_SECTION = f"{SEPARATOR} unreachable"
+"""The line that starts one data mix's trainable tensors the loss never reaches, after the rates:
+``--- unreachable: <mix>, <method>: <n> tensors`` (or ``none``), or ``--- unreachable: <mix>: not probed (<why>)``."""
 RENAMES_SECTION = f"{SEPARATOR} checkpoint renames"
 """The line that starts the checkpoint renames, after every name, followed by ``: <what gave them>``."""
-SECTIONS = (ADAPTERS_SECTION, RATE_SECTION, RENAMES_SECTION)
-"""The body's sections after the frozen names, in the order they are written (only rates repeat)."""
+SECTIONS = (ADAPTERS_SECTION, RATE_SECTION, UNREACHABLE_SECTION, RENAMES_SECTION)
+"""The body's sections after the frozen names, in the order they are written (rates and mixes repeat)."""
+REPEATED = frozenset({RATE_SECTION, UNREACHABLE_SECTION})
 _RATE_TITLE = re.compile(rf"^{RATE_SECTION}: lr_mult (?P<lr>[0-9.e+-]+), wd_mult (?P<wd>[0-9.e+-]+)$")
+_UNREACHABLE_TITLE = re.compile(
+    rf"^{UNREACHABLE_SECTION}: (?P<mix>[a-z+]+)(?:, (?P<method>[^:]+): (?:none|[0-9,]+ tensors?)|: not probed \((?P<why>.*)\))$")
+GROUP_INDENT = "  "
+"""An unreachable section's names sit under their group's line (``<label>: <n> tensors``), indented."""
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 
@@ -115,6 +136,8 @@ class SnapshotHeader:
     frozen_parameters: int
     """Frozen element count (numel)."""
     trainable_parameters: int
+    mixes: str = ""
+    """The data mixes the recipe's batches carry, and who says so (:class:`mmfreeze.reachability.mix.Mixes`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +153,40 @@ class RateLines:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GroupLines:
+    """One resolved module's unreachable tensors, stored as the frozen names are."""
+
+    label: str
+    tensors: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReachLines:
+    """One data mix's trainable tensors the loss never reaches (or why the mix was not probed)."""
+
+    mix: str
+    method: str = ""
+    """How the graph was read; ``""`` when not probed."""
+    not_probed: str = ""
+    groups: tuple[GroupLines, ...] = ()
+
+    def title(self) -> str:
+        if not self.method:
+            return f"{UNREACHABLE_SECTION}: {self.mix}: not probed ({self.not_probed})"
+        tensors = sum(group.tensors for group in self.groups)
+        return f"{UNREACHABLE_SECTION}: {self.mix}, {self.method}: {_tensors(tensors) if tensors else 'none'}"
+
+    def body(self) -> list[str]:
+        return [line for group in self.groups
+                for line in (f"{group.label}: {_tensors(group.tensors)}", *(GROUP_INDENT + name for name in group.lines))]
+
+
+def _tensors(count: int) -> str:
+    return f"{count:,} tensor{'s' if count != 1 else ''}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Snapshot:
     header: SnapshotHeader
     lines: tuple[str, ...]
@@ -141,6 +198,14 @@ class Snapshot:
     (sorted); none when every tensor trains at the base rate."""
     renames: Renames = Renames()
     """How the checkpoint's names became the stored ones (none: they are the checkpoint's)."""
+    reach: tuple[ReachLines, ...] = ()
+    """Per data mix of ``header.mixes``, the trainable tensors the loss never reaches."""
+
+    @cached_property
+    def unreachable(self) -> dict[str, frozenset[str]]:
+        """Probed mix -> its unreachable trainable tensors, expanded (a mix not probed is absent)."""
+        return {reach.mix: frozenset(expand_lines([line for group in reach.groups for line in group.lines]))
+                for reach in self.reach if reach.method}
 
     @cached_property
     def rate_of(self) -> dict[str, tuple[float, float]]:
@@ -159,7 +224,7 @@ class Snapshot:
 
 
 _INT_FIELDS = {f.name for f in fields(SnapshotHeader) if f.type == "int"}
-_OPTIONAL = frozenset({"divergence"})
+_OPTIONAL = frozenset({"divergence", "mixes"})
 """Header fields written only when they have a value."""
 
 
@@ -169,8 +234,9 @@ def render_snapshot(snapshot: Snapshot) -> str:
     for value in (header.recipe, header.model_id, header.config, header.architecture, header.builder,
                   header.framework, header.transformers):
         _check_storable(value, header.recipe)
-    if header.divergence:
-        _check_storable(header.divergence, header.recipe)
+    for value in (header.divergence, header.mixes):
+        if value:
+            _check_storable(value, header.recipe)
     lines = [TITLE, f"format: {FORMAT_VERSION}"]
     lines += [f"{f.name}: {getattr(header, f.name)}" for f in fields(SnapshotHeader) if f.name not in _OPTIONAL
               or getattr(header, f.name)]
@@ -180,6 +246,9 @@ def render_snapshot(snapshot: Snapshot) -> str:
         lines += [ADAPTERS_SECTION, *snapshot.adapter_lines]
     for rate in sorted(snapshot.rates, key=lambda rate: (rate.lr_mult, rate.wd_mult)):
         lines += [rate.title(), *rate.lines]
+    for reach in snapshot.reach:
+        _check_storable(reach.not_probed or reach.method, header.recipe)
+        lines += [reach.title(), *reach.body()]
     if snapshot.renames.rules:
         _check_storable(snapshot.renames.source, header.recipe)
         lines += [f"{RENAMES_SECTION}: {snapshot.renames.source}", *snapshot.renames.lines()]
@@ -232,13 +301,30 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
     adapters = next((lines for kind, _, lines in sections if kind == ADAPTERS_SECTION), None)
     rates = tuple(RateLines(lr_mult=float(match["lr"]), wd_mult=float(match["wd"]), lines=lines)
                   for kind, match, lines in sections if kind == RATE_SECTION)
+    reach = tuple(_reach_lines(match, lines, source=source) for kind, match, lines in sections if kind == UNREACHABLE_SECTION)
     renamed = next(((title, lines) for kind, title, lines in sections if kind == RENAMES_SECTION), None)
     try:
         renames = Renames() if renamed is None else Renames(
             tuple(RenameRule.parse(line) for line in renamed[1]), renamed[0].partition(": ")[2])
     except ValueError as error:
         raise SnapshotError(f"{RENAMES_SECTION!r}: {error}", source=source) from error
-    return Snapshot(header=header, lines=frozen, adapter_lines=adapters, rates=rates, renames=renames)
+    return Snapshot(header=header, lines=frozen, adapter_lines=adapters, rates=rates, renames=renames, reach=reach)
+
+
+def _reach_lines(title: re.Match[str], lines: tuple[str, ...], *, source: str | None) -> ReachLines:
+    groups: list[GroupLines] = []
+    for line in lines:
+        if line.startswith(GROUP_INDENT) and groups:
+            last = groups[-1]
+            groups[-1] = GroupLines(label=last.label, tensors=last.tensors, lines=(*last.lines, line[len(GROUP_INDENT):]))
+            continue
+        label, _, count = line.rpartition(": ")
+        tensors = count.removesuffix(" tensors").removesuffix(" tensor").replace(",", "")
+        if line.startswith(GROUP_INDENT) or not label or not tensors.isdigit():
+            raise SnapshotError(f"{title[0]!r}: expected `<module>: <n> tensors` and its names indented by "
+                                f"{len(GROUP_INDENT)} spaces, got {line!r}", source=source)
+        groups.append(GroupLines(label=label, tensors=int(tensors), lines=()))
+    return ReachLines(mix=title["mix"], method=title["method"] or "", not_probed=title["why"] or "", groups=tuple(groups))
 
 
 def _body_sections(lines: list[str], *, source: str | None) -> list[tuple[str, Any, tuple[str, ...]]]:
@@ -248,15 +334,17 @@ def _body_sections(lines: list[str], *, source: str | None) -> list[tuple[str, A
     found = [lines[index] for index in starts]
     kinds = [_section_kind(line) for line in found]
     order = [SECTIONS.index(kind) if kind in SECTIONS else -1 for kind in kinds]
-    repeated = [kind for kind in set(kinds) if kind != RATE_SECTION and kinds.count(kind) > 1]
+    repeated = [kind for kind in set(kinds) if kind not in REPEATED and kinds.count(kind) > 1]
     if -1 in order or order != sorted(order) or repeated or len(set(found)) != len(found):
         shown = ", ".join(repr(line) for line in found)
-        expected = (f"{ADAPTERS_SECTION!r}, {RATE_SECTION + ': lr_mult <x>, wd_mult <y>'!r} (one per rate) and "
+        expected = (f"{ADAPTERS_SECTION!r}, {RATE_SECTION + ': lr_mult <x>, wd_mult <y>'!r} (one per rate), "
+                    f"{UNREACHABLE_SECTION + ': <mix>, <method>: <n> tensors'!r} (one per mix) and "
                     f"{RENAMES_SECTION + ': <source>'!r}")
         raise SnapshotError(f"the names may be followed by {expected} sections, in that order and once each; found {shown}",
                             source=source)
     bounds = [-1, *starts, len(lines)]
-    details = [None, *(_RATE_TITLE.match(line) if kind == RATE_SECTION else line for kind, line in zip(kinds, found))]
+    titles = {RATE_SECTION: _RATE_TITLE, UNREACHABLE_SECTION: _UNREACHABLE_TITLE}
+    details = [None, *(titles[kind].match(line) if kind in titles else line for kind, line in zip(kinds, found))]
     return [(kind, detail, _names(lines[start + 1 : end]))
             for kind, detail, start, end in zip([SEPARATOR, *kinds], details, bounds, bounds[1:])]
 
@@ -267,11 +355,13 @@ def _section_kind(line: str) -> str:
         return RENAMES_SECTION
     if _RATE_TITLE.match(line):
         return RATE_SECTION
+    if _UNREACHABLE_TITLE.match(line):
+        return UNREACHABLE_SECTION
     return line
 
 
 def _names(lines: list[str]) -> tuple[str, ...]:
-    return tuple(line for line in lines if line)
+    return tuple(line for line in lines if line.strip())
 
 
 def _header_values(lines: list[str], *, source: str | None) -> dict[str, Any]:

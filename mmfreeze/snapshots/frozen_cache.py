@@ -22,16 +22,19 @@ from typing import TYPE_CHECKING, Any
 from mmfreeze import exceptions
 from mmfreeze.disk_cache import DiskCache
 from mmfreeze.models.renames import Renames
+from mmfreeze.reachability.mix import mix_material
 from mmfreeze.recipes.optimizer import grouping_material
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
-from mmfreeze.snapshots.format import RateLines, Snapshot, SnapshotHeader, body_lines
+from mmfreeze.snapshots.format import GroupLines, RateLines, ReachLines, Snapshot, SnapshotHeader, body_lines
 from mmfreeze.versions import installed_version
 
 if TYPE_CHECKING:  # a warm run reads records only: the engine (and the resolver tables) stay unimported
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.reachability.recipe import RecipeReach
 
-RECORD_FORMAT_VERSION = 8
-"""5 added ``adapter_lines``, 7 ``renames``, 8 ``rates``: an older record, without them, is a miss."""
+RECORD_FORMAT_VERSION = 9
+"""5 added ``adapter_lines``, 7 ``renames``, 8 ``rates``, 9 ``mixes`` and ``reach``: an older record,
+without them, is a miss."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,9 +62,15 @@ class FrozenSetRecord:
     """The structure's checkpoint renames (the snapshot stores them)."""
     rates: tuple[RateLines, ...] = ()
     """The trainable tensors at another rate than 1/1, in stored form."""
+    mixes: str = ""
+    """The recipe's data mixes and who says so (the header's ``mixes``)."""
+    reach: tuple[ReachLines, ...] = ()
+    """Per mix, the trainable tensors the loss never reaches, in stored form."""
 
     @classmethod
-    def of(cls, result: FrozenSetResult, *, recipe: str) -> FrozenSetRecord:
+    def of(cls, result: FrozenSetResult, *, recipe: str, reach: RecipeReach | None = None) -> FrozenSetRecord:
+        """``reach``: what the recipe trains and never reaches (:func:`mmfreeze.reachability.recipe.recipe_reach`);
+        without it the record, and its snapshot, say nothing of reachability (a caller comparing frozen sets only)."""
         structure = result.structure
         frozen_numel = result.frozen_numel
         return cls(
@@ -79,6 +88,10 @@ class FrozenSetRecord:
             renames=structure.checkpoint_renames,
             rates=tuple(RateLines(lr_mult=lr, wd_mult=wd, lines=body_lines(names, recipe=recipe))
                         for (lr, wd), names in sorted(result.rates.items())),
+            mixes="" if reach is None else reach.mixes.describe(),
+            reach=() if reach is None else tuple(ReachLines(mix=mix.mix, method=mix.method, not_probed=mix.not_probed, groups=tuple(
+                GroupLines(label=group.label, tensors=group.tensors, lines=body_lines(frozenset(group.names), recipe=recipe))
+                for group in mix.groups)) for mix in reach.results),
         )
 
     def snapshot(
@@ -100,9 +113,10 @@ class FrozenSetRecord:
             trainable_tensors=self.trainable_tensors,
             frozen_parameters=self.frozen_parameters,
             trainable_parameters=self.trainable_parameters,
+            mixes=self.mixes,
         )
         return Snapshot(header=header, lines=self.lines, adapter_lines=self.adapter_lines, rates=self.rates,
-                        renames=self.renames)
+                        renames=self.renames, reach=self.reach)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "renames": self.renames.to_json(), "format": RECORD_FORMAT_VERSION}
@@ -116,7 +130,12 @@ class FrozenSetRecord:
         return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters),
                       "renames": Renames.from_json(data["renames"]),
                       "rates": tuple(RateLines(lr_mult=rate["lr_mult"], wd_mult=rate["wd_mult"], lines=tuple(rate["lines"]))
-                                     for rate in data["rates"])})
+                                     for rate in data["rates"]),
+                      "reach": tuple(ReachLines(mix=reach["mix"], method=reach["method"], not_probed=reach["not_probed"],
+                                                groups=tuple(GroupLines(label=group["label"], tensors=group["tensors"],
+                                                                        lines=tuple(group["lines"]))
+                                                             for group in reach["groups"]))
+                                     for reach in data["reach"])})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,10 +166,11 @@ CachedComputation = FrozenSetRecord | FailedComputation
 def frozen_set_key(structure_key: str, document: Mapping[str, Any], code_fingerprint: str, release: str) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
     reads, the code that reads them, and the framework release whose rules apply; and its
-    optimizer's grouping, whose silent cases fail the computation."""
+    optimizer's grouping, whose silent cases fail the computation; and what says which data mixes
+    its batches carry (reachability is reported per mix)."""
     sections = {name: document.get(name) for name in TRAINABILITY_SECTIONS}
-    material = json.dumps([structure_key, code_fingerprint, sections, grouping_material(document), release],
-                          sort_keys=True, default=str)
+    material = json.dumps([structure_key, code_fingerprint, sections, grouping_material(document),
+                           mix_material(document), release], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 

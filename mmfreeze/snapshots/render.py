@@ -43,6 +43,9 @@ def _change_sections(change: RecipeChange) -> Iterator[tuple[str, str, Sequence[
     yield UNMAPPED_TITLE, UNMAPPED_TITLE.capitalize(), change.unmapped
     for rates in change.rate_changes:
         yield f"rate {rates.describe()}", f"Rate {rates.describe()}", rates.groups
+    for reach in change.reach_changes:
+        yield f"{reach.mix}: newly unreachable", f"{reach.mix}: newly unreachable (trainable, no gradient)", reach.newly_unreachable
+        yield f"{reach.mix}: reached now", f"{reach.mix}: reached now", reach.newly_reached
 
 
 def _text_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
@@ -62,6 +65,7 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
         yield f"  {header.field}: {header.old} -> {header.new}"
     for title, _, groups in _change_sections(change):
         yield from _text_groups(title, groups, change.stored_names)
+    yield from (f"  {reach.mix}: probed by {reach.probe}" for reach in change.reach_changes if reach.probe)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
         yield from (f"    {group.describe()}" for group in change.renamed)
@@ -136,6 +140,10 @@ def _md_what_moved(change: RecipeChange) -> str:
     if change.unmapped:
         moved.append(f"not mapped: {describe_total(change.unmapped)}")
     moved += [f"rate {rates.describe()}: {describe_total(rates.groups)}" for rates in change.rate_changes]
+    for reach in change.reach_changes:
+        moved += [f"{reach.mix} {verb}: {describe_total(groups)}" for verb, groups in
+                  (("newly unreachable", reach.newly_unreachable), ("reached now", reach.newly_reached)) if groups]
+        moved += [f"{reach.mix} probed by {reach.probe}"] if reach.probe else []
     if change.renamed:
         moved.append(f"renamed: {renamed_total(change.renamed)}")
     if change.header_changes:

@@ -19,20 +19,24 @@ def declaring(mixes: object) -> dict:
             "dataset": {"_target_": "nemo_automodel.components.datasets.vlm.datasets.make_cord_v2_dataset"}}
 
 
+PLAUSIBLE = ("text", "text+image", "text+audio")
+"""What a model's forward takes (the probes' mixes), when a recipe says nothing."""
+
+
 def test_a_declaration_wins_over_the_dataset_builder_and_is_normalised() -> None:
-    found = recipe_mixes(declaring(["text", "text+audio+image", "text"]), ["vision", "audio"])
+    found = recipe_mixes(declaring(["text", "text+audio+image", "text"]), PLAUSIBLE)
     assert found.mixes == ("text", "text+image+audio") and found.known
     assert found.source == "declared: distributed.multimodal.batch_contract.mixes"
 
 
 def test_a_known_builder_gives_its_mix_and_an_unknown_one_every_plausible_mix() -> None:
     cord = {"dataset": {"_target_": "nemo_automodel.components.datasets.vlm.datasets.make_cord_v2_dataset"}}
-    assert recipe_mixes(cord, ["vision"]).mixes == ("text+image",)
+    assert recipe_mixes(cord, PLAUSIBLE).mixes == ("text+image",)
     meta = {"dataset": {"_target_": "nemo_automodel.components.datasets.vlm.datasets.make_meta_dataset"}}
-    unknown = recipe_mixes(meta, ["vision", "audio"])
-    assert unknown.mixes == ("text", "text+image", "text+video", "text+audio") and not unknown.known
-    assert unknown.source.startswith("unknown (dataset builder make_meta_dataset; declare "
-                                     "`distributed.multimodal.batch_contract.mixes`)")
+    unknown = recipe_mixes(meta, PLAUSIBLE)
+    assert unknown.mixes == PLAUSIBLE and not unknown.known
+    assert unknown.describe() == ("text, text+image, text+audio (unknown, so every plausible one: dataset builder "
+                                  "make_meta_dataset; declare distributed.multimodal.batch_contract.mixes)")
 
 
 @pytest.mark.parametrize(("mixes", "key", "message"), [
@@ -58,7 +62,7 @@ def test_every_bundled_recipe_gets_its_mixes_and_only_data_file_builders_leave_t
     unknown = Counter()
     for path in recipes_under(EXAMPLE_CONFIGS):
         document = read_yaml(path, shown=path.name)
-        found = recipe_mixes(document, ["vision", "audio"])
+        found = recipe_mixes(document, PLAUSIBLE)
         assert found.mixes, path
         if not found.known:
             unknown[document["dataset"]["_target_"].rpartition(".")[2]] += 1

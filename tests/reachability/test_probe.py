@@ -1,7 +1,8 @@
-"""Issue 25 (first part): the trainable parameters a loss never reaches, found without weights.
+"""Issue 25: the parameters a loss never reaches, found without weights, as each build probes them.
 
-The three real cases of the issue, on the bundled recipes' registry configs at full size, and the
-method validated: for seven architectures the static result (a text-only forward on the meta
+The probes are read from the structures the build workers make (the run's shared cache: each model
+is built once), so what is tested is what snapshots use. The three real cases of the issue, on the
+bundled recipes' registry configs at full size, and the method validated: for seven architectures the static result (a text-only forward on the meta
 device, the graph walked from the loss) equals a real forward and backward of the same module tree
 at tiny widths on the CPU, name by name (the parameters whose ``.grad`` stays ``None``); and for
 LLaVA's image path, the full-size ``FakeTensorMode`` result equals the shrunken real one.
@@ -9,6 +10,7 @@ LLaVA's image path, the full-size ``FakeTensorMode`` result equals the shrunken 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,13 +18,15 @@ from typing import Any
 import pytest
 import torch
 
+from mmfreeze.disk_cache import default_cache_dir
 from mmfreeze.freeze.recipe_model import model_request
-from mmfreeze.models.build import build_meta_model, build_transformers_config, resolve_model_class
-from mmfreeze.models.loader import find_config
-from mmfreeze.reachability.probe import (
-    FAKE, LOSS_MODULE, META, SHRUNKEN, TEXT_TOKENS, image_on_shrunken_config, text_only_on_meta, with_an_image,
-)
-from mmfreeze.reachability.shrink import shrunken
+from mmfreeze.models.build import build_transformers_config, resolve_model_class
+from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.loader import find_config, load_structure
+from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, TEXT_TOKENS, llava_image_batch
+from mmfreeze.models.probe.run import FAKE, LOSS_MODULE, META, SHRUNKEN, on_shrunken_config, with_fake_tensors
+from mmfreeze.models.probe.shrink import shrunken
+from mmfreeze.models.structure import ModelStructure, Probe
 from mmfreeze.recipes.recipe import load_recipe
 from tests.conftest import EXAMPLE_CONFIGS
 
@@ -50,12 +54,22 @@ def config_and_class(recipe: str) -> tuple[Any, type[torch.nn.Module]]:
     return config, resolve_model_class(config, request.auto_class)
 
 
-@cache
-def text_only(recipe: str) -> frozenset[str]:
-    config, model_class = config_and_class(recipe)
-    result = text_only_on_meta(build_meta_model(config, model_class))
-    assert result.method == META
-    return result.unreachable
+def probed_structure(recipe: str) -> ModelStructure:
+    """The recipe's model as a snapshot builds it: probed, from the run's shared cache."""
+    request = replace(model_request(load_recipe(EXAMPLE_CONFIGS / recipe)), probe=True)
+    return load_structure(request, StructureCache(default_cache_dir())).structure
+
+
+def probe(recipe: str, mix: str) -> Probe:
+    """The probe of ``mix`` that building the recipe's model recorded in its structure."""
+    structure = probed_structure(recipe)
+    found = {probe.mix: probe for probe in structure.probes}[mix]
+    assert found.method and not found.error, found
+    return found
+
+
+def unreached(recipe: str, mix: str) -> frozenset[str]:
+    return frozenset(probe(recipe, mix).unreached)
 
 
 def prefixes(names: frozenset[str], depth: int) -> set[str]:
@@ -66,31 +80,28 @@ def prefixes(names: frozenset[str], depth: int) -> set[str]:
 def test_llava_with_an_image_never_reaches_its_last_encoder_layer_or_post_layernorm(recipe: str) -> None:
     """LLaVA reads the image features from layer -2 (``vision_feature_layer``), so the last encoder
     layer and ``post_layernorm`` feed nothing (TRL #1936, #5778)."""
-    config, model_class = config_and_class(recipe)
-    result = with_an_image(config, model_class)
+    config, _ = config_and_class(recipe)
     last = config.vision_config.num_hidden_layers - 1
-    assert config.vision_feature_layer == -2 and result.method == FAKE
-    assert prefixes(result.unreachable, 5) == {f"model.vision_tower.encoder.layers.{last}",
-                                               "model.vision_tower.post_layernorm.weight",
-                                               "model.vision_tower.post_layernorm.bias"}
-    assert len(result.unreachable) == 18
+    assert config.vision_feature_layer == -2 and probe(recipe, TEXT_IMAGE).method == FAKE
+    assert prefixes(unreached(recipe, TEXT_IMAGE), 5) == {f"model.vision_tower.encoder.layers.{last}",
+                                                         "model.vision_tower.post_layernorm.weight",
+                                                         "model.vision_tower.post_layernorm.bias"}
+    assert len(unreached(recipe, TEXT_IMAGE)) == 18
 
 
 def test_qwen2_5_vl_text_only_never_reaches_its_tower_and_merger_and_with_an_image_reaches_all() -> None:
-    config, model_class = config_and_class(QWEN2_5_VL)
-    assert prefixes(text_only(QWEN2_5_VL), 2) == {"model.visual"}
-    assert len(text_only(QWEN2_5_VL)) == 390  # the tower's 385 tensors and the merger's 5
-    with_image = with_an_image(config, model_class)
-    assert with_image.method == SHRUNKEN and with_image.unreachable == frozenset()
+    assert probe(QWEN2_5_VL, TEXT).method == META
+    assert prefixes(unreached(QWEN2_5_VL, TEXT), 2) == {"model.visual"}
+    assert len(unreached(QWEN2_5_VL, TEXT)) == 390  # the tower's 385 tensors and the merger's 5
+    assert probe(QWEN2_5_VL, TEXT_IMAGE).method == SHRUNKEN and unreached(QWEN2_5_VL, TEXT_IMAGE) == frozenset()
 
 
 def test_qwen2_5_omni_thinker_loss_never_reaches_the_talker_or_token2wav() -> None:
-    config, model_class = config_and_class(OMNI)
-    model = build_meta_model(config, model_class)
-    speech = {name for name, _ in model.named_parameters() if name.startswith(("talker.", "token2wav."))}
-    unreachable = text_only_on_meta(model).unreachable
-    assert speech and speech <= unreachable
-    assert prefixes(unreachable - speech, 3) == {"thinker.model.audio_tower", "thinker.model.visual"}
+    structure = probed_structure(OMNI)
+    speech = {info.name for info in structure.parameters if info.name.startswith(("talker.", "token2wav."))}
+    text_only = unreached(OMNI, TEXT)
+    assert speech and speech <= text_only
+    assert prefixes(text_only - speech, 3) == {"thinker.model.audio_tower", "thinker.model.visual"}
 
 
 @pytest.mark.parametrize("recipe", ARCHITECTURES.values(), ids=ARCHITECTURES.keys())
@@ -102,19 +113,18 @@ def test_the_static_text_only_result_equals_a_real_backward_name_by_name(recipe:
     loss_module(input_ids=torch.ones((1, TEXT_TOKENS), dtype=torch.long)).logits.float().sum().backward()
     without_gradient = frozenset(name for name, parameter in model.named_parameters() if parameter.grad is None)
     assert without_gradient  # every one of these architectures has a tower a text batch skips
-    assert text_only(recipe) == without_gradient
+    assert probe(recipe, TEXT).method == META and unreached(recipe, TEXT) == without_gradient
 
 
 def test_gemma3_with_an_image_reaches_its_whole_tower_and_embedder() -> None:
     """Gemma-style: the SigLIP tower's last hidden state, pooled and projected (no feature layer
     skipped), so an image batch reaches every parameter; a text-only one reaches none of them."""
     recipe = ARCHITECTURES["Gemma-style embedder"]
-    config, model_class = config_and_class(recipe)
-    with_image = with_an_image(config, model_class)
-    assert with_image.method == SHRUNKEN and with_image.unreachable == frozenset()
-    assert prefixes(text_only(recipe), 2) == {"model.vision_tower", "model.multi_modal_projector"}
+    assert probe(recipe, TEXT_IMAGE).method == SHRUNKEN and unreached(recipe, TEXT_IMAGE) == frozenset()
+    assert prefixes(unreached(recipe, TEXT), 2) == {"model.vision_tower", "model.multi_modal_projector"}
 
 
 def test_llavas_full_size_fake_result_equals_a_real_backward_of_its_shrunken_config() -> None:
     config, model_class = config_and_class(LLAVA_7B)
-    assert with_an_image(config, model_class).unreachable == image_on_shrunken_config(config, model_class).unreachable
+    fake = with_fake_tensors(config, model_class, llava_image_batch)
+    assert len(fake) == 18 and fake == on_shrunken_config(config, model_class, llava_image_batch)

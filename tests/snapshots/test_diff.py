@@ -5,8 +5,9 @@ from dataclasses import replace
 import pytest
 
 from mmfreeze.models.renames import RenameRule, Renames
-from mmfreeze.snapshots.diff import HeaderChange, adapted_weight, diff_snapshots
-from mmfreeze.snapshots.format import Snapshot
+from mmfreeze.models.lora import adapted_weight
+from mmfreeze.snapshots.diff import HeaderChange, diff_snapshots
+from mmfreeze.snapshots.format import GroupLines, ReachLines, Snapshot
 from mmfreeze.resolver.labels import prefix_group
 from tests.snapshots.test_format import HEADER, snapshot_of
 
@@ -157,3 +158,23 @@ def test_a_newly_trainable_tensor_is_not_also_a_rate_change() -> None:
     new = replace(snapshot_of(HEADER, frozenset()), rates=(RateLines(lr_mult=0.1, wd_mult=1.0, lines=("v.w",)),))
     change = diff_snapshots(old, new, numel_of={"v.w": 1}, group_of=prefix_group)
     assert [g.names for g in change.newly_trainable] == [("v.w",)] and change.rate_changes == ()
+
+
+def test_a_mix_whose_unreachable_tensors_moved_is_a_change_naming_both_directions() -> None:
+    def with_reach(*reach: ReachLines) -> Snapshot:
+        return replace(snapshot_of(HEADER, frozenset()), reach=reach)
+
+    old = with_reach(ReachLines(mix="text", method="meta-device forward", groups=(
+        GroupLines(label="v", tensors=2, lines=("v.0.w", "v.1.w")),)),
+        ReachLines(mix="text+image", not_probed="no batch"))
+    new = with_reach(ReachLines(mix="text", method="meta-device forward", groups=(
+        GroupLines(label="v", tensors=1, lines=("v.1.w",)), GroupLines(label="p", tensors=1, lines=("p.w",)))),
+        ReachLines(mix="text+image", method="FakeTensorMode forward at full size"))
+    change = diff_snapshots(old, new, numel_of={"v.0.w": 4, "v.1.w": 4, "p.w": 2}, group_of=lambda name: name[0])
+    assert change.moved
+    text, image = change.reach_changes
+    assert [(g.label, g.names) for g in text.newly_unreachable] == [("p", ("p.w",))]
+    assert [(g.label, g.names) for g in text.newly_reached] == [("v", ("v.0.w",))]
+    assert text.probe == ""
+    assert image.probe == "not probed -> FakeTensorMode forward at full size" and not image.newly_unreachable
+    assert diff_snapshots(new, new, numel_of={}, group_of=lambda name: name).reach_changes == ()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mmfreeze.exceptions import SnapshotError
@@ -8,6 +10,8 @@ from mmfreeze.snapshots.format import (
     ADAPTERS_SECTION,
     FORMAT_VERSION,
     RENAMES_SECTION,
+    GroupLines,
+    ReachLines,
     Snapshot,
     SnapshotHeader,
     body_lines,
@@ -160,3 +164,38 @@ def test_a_malformed_or_repeated_rate_section_is_a_snapshot_error(title: str) ->
     text = render_snapshot(SNAPSHOT) + f"{title}\nx\n"
     with pytest.raises(SnapshotError, match="in that order and once each"):
         parse_snapshot(text, source="snap.txt")
+
+
+REACH = (
+    ReachLines(mix="text", method="meta-device forward", groups=(
+        GroupLines(label="model.visual (vision tower)", tensors=3, lines=("model.visual.blocks.{0..1}.w", "model.visual.merger.w")),
+        GroupLines(label="language model: lm_head", tensors=1, lines=("lm_head.weight",)))),
+    ReachLines(mix="text+image", method="FakeTensorMode forward at full size"),
+    ReachLines(mix="text+video", not_probed="mmfreeze has no text+video batch for X yet"),
+)
+
+
+def test_unreachable_sections_follow_the_rates_grouped_by_module_and_round_trip() -> None:
+    snapshot = replace(SNAPSHOT, header=replace(HEADER, mixes="text, text+image, text+video (unknown, so every plausible one)"),
+                       reach=REACH)
+    text = render_snapshot(snapshot)
+    assert text.endswith(
+        "--- unreachable: text, meta-device forward: 4 tensors\n"
+        "model.visual (vision tower): 3 tensors\n"
+        "  model.visual.blocks.{0..1}.w\n"
+        "  model.visual.merger.w\n"
+        "language model: lm_head: 1 tensor\n"
+        "  lm_head.weight\n"
+        "--- unreachable: text+image, FakeTensorMode forward at full size: none\n"
+        "--- unreachable: text+video: not probed (mmfreeze has no text+video batch for X yet)\n")
+    assert "\nmixes: text, text+image, text+video (unknown, so every plausible one)\n" in text
+    parsed = parse_snapshot(text)
+    assert parsed == snapshot
+    assert parsed.unreachable == {"text": {"model.visual.blocks.0.w", "model.visual.blocks.1.w", "model.visual.merger.w",
+                                           "lm_head.weight"}, "text+image": frozenset()}
+
+
+def test_an_unreachable_name_outside_a_module_group_is_a_snapshot_error() -> None:
+    text = render_snapshot(SNAPSHOT) + "--- unreachable: text, meta-device forward: 1 tensor\n  lm_head.weight\n"
+    with pytest.raises(SnapshotError, match="expected `<module>: <n> tensors` and its names indented"):
+        parse_snapshot(text, source="s.txt")

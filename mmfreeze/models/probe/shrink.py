@@ -3,7 +3,8 @@
 Real tensors of a 7B model do not fit a CPU test; the same module tree at width 64 does, and a real
 forward and backward on it says, by each parameter's ``.grad``, what the loss reaches. Only widths
 change (hidden sizes, heads, head dimensions, expert widths), never a layer, expert or vocabulary
-count, so the names are exactly the full model's.
+count, so the names are exactly the full model's. Where an image's size sets only a position
+table's length and the work per forward, it is made smaller too (Gemma-3).
 """
 
 from __future__ import annotations
@@ -32,9 +33,26 @@ MROPE_SECTION = [2, 3, 3]
 """The sections for :data:`HEAD_DIM`: half of it, in the full default's proportions (16, 24, 24)."""
 
 
+POOLED_TOKENS_PER_SIDE = 4
+"""Gemma-3 pools its tower's patch grid into ``mm_tokens_per_image`` tokens; the shrunken image is
+this many tokens a side, one pooling window of the full model's each (a 224-pixel image at patch 14
+instead of 896: 256 patches through the tower instead of 4,096, the same parameters)."""
+
+
 def shrunken(config: PretrainedConfig) -> PretrainedConfig:
     """``config`` with tiny widths in it and every sub-config, its depths and counts unchanged."""
-    return type(config).from_dict(_shrunk(config.to_dict()))
+    shrunk = _shrunk(config.to_dict())
+    if "mm_tokens_per_image" in shrunk:
+        _smaller_pooled_image(shrunk)
+    return type(config).from_dict(shrunk)
+
+
+def _smaller_pooled_image(config: dict[str, Any]) -> None:
+    vision = config["vision_config"]
+    per_side = vision["image_size"] // vision["patch_size"]
+    window = per_side // int(config["mm_tokens_per_image"] ** 0.5)
+    config["mm_tokens_per_image"] = POOLED_TOKENS_PER_SIDE ** 2
+    vision["image_size"] = vision["patch_size"] * window * POOLED_TOKENS_PER_SIDE
 
 
 def _shrunk(config: Mapping[str, Any]) -> dict[str, Any]:

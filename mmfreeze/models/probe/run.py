@@ -1,0 +1,146 @@
+"""One forward per data mix, without weights, and the parameters its loss does not reach.
+
+The loss is the sum of the logits: every path to the training loss passes through them, and a sum
+reaches whatever any logit depends on. Activation checkpointing is never enabled here (built
+models have it off), so the graph shows every parameter the forward used. Every parameter is made
+trainable first, so one probe serves every recipe of the model: what a recipe trains and the loss
+never reaches is the intersection (:mod:`mmfreeze.reachability`).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from mmfreeze.exceptions import first_line
+from mmfreeze.models.build import build_fake_model, quiet_transformers
+from mmfreeze.models.probe.batches import TEXT, Batch, accepted_mixes, batch_for
+from mmfreeze.models.probe.graph import unreached_names
+from mmfreeze.models.probe.shrink import shrunken
+from mmfreeze.models.structure import Probe
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from transformers import PretrainedConfig
+
+META = "meta-device forward"
+FAKE = "FakeTensorMode forward at full size"
+SHRUNKEN = "forward and backward of a shrunken config (every depth kept) on the CPU"
+
+LOSS_MODULE: Mapping[str, str] = MappingProxyType({
+    "Qwen2_5OmniForConditionalGeneration": "thinker",
+    "Qwen3OmniMoeForConditionalGeneration": "thinker",
+})
+"""Classes whose own ``forward`` is not what training runs: the loss is this submodule's (the
+Omni models' thinker; the talker and token2wav only generate speech)."""
+FAKE_IMAGE_PATH = frozenset({"LlavaForConditionalGeneration"})
+"""Classes whose image path runs under ``FakeTensorMode`` at full size. Qwen2-VL's vision
+attention cuts its sequence at ``cu_seqlens`` computed from the grid, and Gemma-3's construction
+guards on a data-dependent value, which fake tensors cannot pass: those run on a shrunken config."""
+
+Method = Callable[[Batch], frozenset[str]]
+
+
+def probes_of(model: nn.Module) -> tuple[Probe, ...]:
+    """A probe per mix ``model``'s training forward takes. ``model`` is the build on the meta device
+    and is changed (every parameter trainable, bfloat16): take its structure first."""
+    model_class = type(model)
+    probes = []
+    # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
+    with warnings.catch_warnings(), quiet_transformers():
+        warnings.simplefilter("ignore")
+        for mix in accepted_mixes(_loss_module(model).forward):
+            batch = batch_for(mix, model_class)
+            if batch is None:
+                probes.append(Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {model_class.__name__} yet"))
+            else:
+                probes.append(_probe(mix, batch, dict(_methods(mix, model, model.config, model_class))))
+    return tuple(probes)
+
+
+def _methods(mix: str, model: nn.Module, config: PretrainedConfig, model_class: type[nn.Module]) -> Iterator[tuple[str, Method]]:
+    """The methods to try for ``mix``, cheapest first."""
+    if mix == TEXT:
+        yield META, lambda batch: on_meta(model, batch)
+    if mix == TEXT or model_class.__name__ in FAKE_IMAGE_PATH:  # fake tensors pass `.item()`, meta does not
+        yield FAKE, lambda batch: with_fake_tensors(config, model_class, batch)
+    yield SHRUNKEN, lambda batch: on_shrunken_config(config, model_class, batch)
+
+
+def _probe(mix: str, batch: Batch, methods: Mapping[str, Method]) -> Probe:
+    failures = []
+    for method, run in methods.items():
+        try:
+            return Probe(mix=mix, method=method, unreached=tuple(sorted(run(batch))))
+        except Exception as error:  # noqa: BLE001 - model code raises anything; the next method may pass
+            failures.append(f"{method}: {type(error).__name__}: {first_line(error)}")
+    return Probe(mix=mix, method="", error="; ".join(failures))
+
+
+def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
+    """``batch`` through ``model``, built on the meta device, and the graph walked from the loss."""
+    import torch
+
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    model.to(torch.bfloat16)  # fused MoE kernels (grouped_mm) take no float32
+    inputs = {name: value.to("meta") for name, value in batch(model.config, type(model)).items()}
+    with torch.enable_grad():
+        loss = _forward(model, inputs)
+    return unreached_names(model, loss)
+
+
+def on_shrunken_config(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:
+    """``batch`` through ``model_class`` at tiny widths with real tensors on the CPU, and a real
+    backward: the parameters left without a gradient (:mod:`mmfreeze.models.probe.shrink`)."""
+    import torch
+
+    small = shrunken(config)
+    model = model_class._from_config(small)
+    with torch.enable_grad():
+        _forward(model, batch(small, model_class)).backward()
+    return frozenset(name for name, parameter in model.named_parameters() if parameter.grad is None)
+
+
+def with_fake_tensors(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:
+    """``batch`` through ``model_class`` at full size, every tensor fake (no storage): the
+    LLaVA-1.5 7B image run takes about a second and 0.8 GB."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    model = build_fake_model(config, model_class, mode)
+    # An operation fake tensors cannot run is logged with its traceback before it raises; the
+    # raise is the answer here (the next method runs), so the log is noise.
+    with mode, torch.enable_grad(), _log_level("torch._subclasses.fake_tensor", logging.CRITICAL):
+        for parameter in model.parameters():
+            parameter.requires_grad_(True)
+        loss = _forward(model, {**batch(config, model_class), "use_cache": False})
+    return unreached_names(model, loss)
+
+
+@contextmanager
+def _log_level(name: str, level: int) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def _loss_module(model: nn.Module) -> nn.Module:
+    """The module whose forward training runs (:data:`LOSS_MODULE`)."""
+    return model.get_submodule(LOSS_MODULE.get(type(model).__name__, ""))
+
+
+def _forward(model: nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
+    """The probe's loss: the sum of the logits of ``inputs`` through the module training runs."""
+    return _loss_module(model)(**inputs).logits.float().sum()
