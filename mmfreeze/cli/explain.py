@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def explain(
             recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs,
             framework=framework_rules(settings.framework),
         )
-        loaded = load_structure(model_request(parsed, choice), cache, allow_network=allow_network)
+        loaded = load_structure(replace(model_request(parsed, choice), probe=True), cache, allow_network=allow_network)
         explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)
         explanation["builder"] = explain_builder(choice, loaded, target=parsed.model.target)
     except MmfreezeError as error:
@@ -70,6 +71,7 @@ def explain(
         _print_modules(explanation)
         _print_freezing(explanation["freezing"])
         _print_rates(explanation["rates"])
+        _print_reachability(explanation["reachability"])
         _print_distributed(explanation["distributed"])
         _print_native(explanation["nemo_automodel"])
     if check and explanation["distributed"]["verdict"] == "rejected":
@@ -141,6 +143,22 @@ def _print_rates(rates: list[dict[str, Any]]) -> None:
             table.add_row(f"{rate['lr_mult']:g}", f"{rate['wd_mult']:g}", escape(module["module"]),
                           f"{module['tensors']:,}", f"{module['parameters']:,}")
     out.print(table)
+
+
+def _print_reachability(reach: dict[str, Any]) -> None:
+    """Per mix: the method, then each module the loss never reaches, what that does, and the fixes."""
+    out.print(f"[bold]reachability[/] (mixes: {escape(reach['mixes'])})")
+    for result in reach["results"]:
+        if result["not_probed"]:
+            out.print(f"  {escape(result['mix'])}: not probed ({escape(result['not_probed'])})")
+            continue
+        total = sum(group["tensors"] for group in result["groups"])
+        out.print(f"  {escape(result['mix'])} ({escape(result['method'])}): "
+                  + (f"{total:,} trainable tensors the loss never reaches" if total else "every trainable tensor reached"))
+        for group in result["groups"]:
+            out.print(f"    {escape(group['module'])}: {group['tensors']:,} tensors, {group['parameters']:,} parameters")
+            out.print(f"      {escape(group['consequence'])}")
+            out.print("      fix: " + "\n           ".join(escape(fix) for fix in group["fixes"]))
 
 
 def _print_distributed(plan: dict[str, Any]) -> None:

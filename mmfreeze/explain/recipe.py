@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
+from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
+from mmfreeze.reachability.recipe import recipe_reach
 from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.labels import group_names, parameter_labeller
 from mmfreeze.resolver.overrides import override_specs
@@ -26,7 +28,7 @@ def explain_recipe(
 ) -> dict[str, Any]:
     """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan.
 
-    ``loaded``: the recipe's model structure; ``rank_uniform``: modalities the data side
+    ``loaded``: the recipe's model structure, probed (``ModelRequest.probe``); ``rank_uniform``: modalities the data side
     guarantees every rank executes in every step.
     """
     overrides = override_specs(recipe.module_overrides)
@@ -45,6 +47,10 @@ def explain_recipe(
             "lora_adapter_tensors": len(frozen.structure.parameters) - len(loaded.structure.parameters),
         },
         "rates": explain_rates(frozen, inventory),
+        "reachability": explain_reach(
+            recipe_reach(recipe.document, frozen.structure, frozen.frozen, group_of=parameter_labeller(inventory),
+                         source=recipe.display_path),
+            frozen.structure, inventory, recipe.distributed),
         "distributed": explain_distributed(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),

@@ -1,0 +1,143 @@
+"""`explain`'s reachability verdict: per data mix, what the recipe trains and never reaches, what
+that does under its own distributed settings, and the keys that fix it (plain data; the CLI renders it).
+
+What an unreached trainable tensor does depends on the strategy nemo-automodel 0.7 runs
+(``recipes/_dist_utils.py``, ``components/distributed``): DDP's ``find_unused_parameters`` is off
+unless the recipe turns it on, and FSDP2 reduce-scatters unused parameters only under context
+parallelism (``parallelizer.py``). mmfreeze's dummy forward (``distributed.multimodal.<modality>.
+run_dummy_forward``) runs a tower on batches without its input, which gives it a zero gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mmfreeze.distributed.dummy_forward import DUMMY_FORWARD_TABLE
+from mmfreeze.distributed.legacy_keys import multimodal_section
+from mmfreeze.models.structure import ModelStructure
+from mmfreeze.reachability.mix import WHERE as MIXES_KEY
+from mmfreeze.reachability.recipe import MixReach, RecipeReach
+from mmfreeze.resolver.inventory import ResolvedInventory
+from mmfreeze.resolver.labels import ModuleGroup, module_label
+from mmfreeze.resolver.spec import MultimodalModuleSpec
+
+INPUTS_OF_MODALITY: Mapping[str, tuple[str, ...]] = {"vision": ("image", "video"), "audio": ("audio",)}
+"""The batch inputs that run each modality's modules."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Strategy:
+    """The recipe's `distributed` facts that decide what a missing gradient does."""
+
+    name: str
+    cp_size: int
+    find_unused_parameters: bool
+
+    @classmethod
+    def of(cls, distributed: Mapping[str, Any] | None) -> Strategy:
+        section = distributed or {}
+        cp = section.get("cp_size")
+        return cls(name=str(section.get("strategy") or "fsdp2").lower(), cp_size=cp if isinstance(cp, int) else 1,
+                   find_unused_parameters=section.get("find_unused_parameters") is True)
+
+    def consequence(self) -> str:
+        if self.name == "ddp" and not self.find_unused_parameters:
+            return ("DDP (find_unused_parameters: false) stops at the next step: \"Expected to have finished "
+                    "reduction in the prior iteration\"")
+        if self.name == "ddp":
+            return "DDP (find_unused_parameters: true) marks them unused every step; their gradients stay None and they never train"
+        if self.name == "fsdp2" and self.cp_size > 1:
+            return ("FSDP2 under context parallelism (cp_size > 1) reduce-scatters zeros for them: the optimizer "
+                    "steps them with a zero gradient (weight decay still moves them)")
+        if self.name == "fsdp2":
+            return ("FSDP2 (cp_size 1: no unused-parameter reduction) leaves their gradients None: the optimizer "
+                    "keeps no state for them and never changes them, and a resume whose optimizer state expects them fails")
+        return f"strategy {self.name}: not analysed; their gradients stay None"
+
+
+def explain_reach(
+    reach: RecipeReach, structure: ModelStructure, inventory: ResolvedInventory, distributed: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The verdict for every mix of ``reach``; ``structure`` is the trained one."""
+    strategy = Strategy.of(distributed)
+    specs = {module_label(info.spec): info.spec for info in inventory.modules}
+    dummy = _dummy_settings(distributed, structure.class_name)
+    return {
+        "mixes": reach.mixes.describe(),
+        "mixes_known": reach.mixes.known,
+        "results": [_mix(result, structure, specs, strategy, dummy) for result in reach.results],
+    }
+
+
+def _mix(result: MixReach, structure: ModelStructure, specs: Mapping[str, MultimodalModuleSpec],
+         strategy: Strategy, dummy: Mapping[str, str]) -> dict[str, Any]:
+    groups = []
+    for group in result.groups:
+        spec = specs.get(group.label)
+        runs_without_input = spec is not None and not _carries(result.mix, spec.modality)
+        consequence = strategy.consequence()
+        if runs_without_input and dummy.get(spec.modality) == "on":
+            consequence = (f"mmfreeze's dummy forward runs {spec.modality} on these batches: a zero gradient each "
+                           "step, so no error, and no learning from them")
+        groups.append({"module": group.label, "tensors": group.tensors, "parameters": group.parameters,
+                       "consequence": consequence, "fixes": _fixes(group, spec, result.mix, structure, dummy)})
+    return {"mix": result.mix, "method": result.method, "not_probed": result.not_probed, "groups": groups}
+
+
+def _fixes(group: ModuleGroup, spec: MultimodalModuleSpec | None, mix: str, structure: ModelStructure,
+           dummy: Mapping[str, str]) -> list[str]:
+    paths = covering_modules(group.names, structure)
+    if spec is not None and spec.role and paths == [spec.path]:
+        fixes = [f"freeze it: freeze_config.{spec.modality}: {{{spec.role}: true}}"]
+    else:
+        fixes = [f"freeze it: freeze_config.modules: [{', '.join(paths)}]"]
+    if spec is not None and not _carries(mix, spec.modality):
+        if dummy.get(spec.modality) != "unavailable":
+            fixes.append(f"or give it a zero gradient on these batches: distributed.multimodal.{spec.modality}.run_dummy_forward: true")
+        with_input = f"{mix}+{INPUTS_OF_MODALITY.get(spec.modality, ('image',))[0]}"
+        fixes.append(f"or, if the data carries {spec.modality} inputs, say so: {MIXES_KEY}: [{with_input}]")
+    return fixes
+
+
+def _carries(mix: str, modality: str) -> bool:
+    return any(name in mix.split("+") for name in INPUTS_OF_MODALITY.get(modality, ()))
+
+
+def _dummy_settings(distributed: Mapping[str, Any] | None, class_name: str) -> dict[str, str]:
+    """Modality -> ``on`` (forced or left to ``auto`` where the model has one: ``auto`` runs it when
+    ranks may differ, which a text-only batch on some ranks is), ``off``, or ``unavailable``."""
+    section, _ = multimodal_section(distributed)
+    capable = DUMMY_FORWARD_TABLE.get(class_name)
+    settings = {}
+    for modality in INPUTS_OF_MODALITY:
+        if capable is None or modality not in capable.modalities:
+            settings[modality] = "unavailable"
+            continue
+        policy = section.get(modality) if isinstance(section.get(modality), Mapping) else {}
+        settings[modality] = "off" if policy.get("run_dummy_forward", "auto") is False else "on"
+    return settings
+
+
+def covering_modules(names: Sequence[str], structure: ModelStructure) -> list[str]:
+    """The fewest module paths whose parameters are exactly ``names`` (a parameter's own name where
+    its module holds others): what a ``freeze_config.modules`` list must name."""
+    chosen = set(names)
+    under: dict[str, set[str]] = {}
+    for info in structure.parameters:
+        parts = info.name.split(".")
+        for depth in range(1, len(parts)):
+            under.setdefault(".".join(parts[:depth]), set()).add(info.name)
+    covered: list[str] = []
+    for name in sorted(chosen):
+        parts = name.split(".")
+        best = name
+        for depth in range(len(parts) - 1, 0, -1):
+            path = ".".join(parts[:depth])
+            if under.get(path, set()) <= chosen:
+                best = path
+            else:
+                break
+        covered.append(best)
+    return sorted({path for path in covered if not any(path.startswith(other + ".") for other in covered)})
