@@ -54,14 +54,17 @@ def recipe_reach(
     trainable = {info.name for info in structure.parameters} - set(frozen)
     numel_of = {info.name: info.numel for info in structure.parameters}
     return RecipeReach(mixes=mixes, results=tuple(
-        _mix_reach(mix, probes.get(mix), trainable, structure.class_name, numel_of=numel_of, group_of=group_of)
+        _mix_reach(mix, probes, trainable, structure.class_name, numel_of=numel_of, group_of=group_of)
         for mix in mixes.mixes))
 
 
 def _mix_reach(
-    mix: str, probe: Probe | None, trainable: set[str], class_name: str, *, numel_of: Mapping[str, int],
+    mix: str, probes: Mapping[str, Probe], trainable: set[str], class_name: str, *, numel_of: Mapping[str, int],
     group_of: Callable[[str], str],
 ) -> MixReach:
+    probe = probes.get(mix)
+    if not probes:
+        return MixReach(mix=mix, method="", not_probed=f"{class_name} was not probed (a composite's parts are not yet)")
     if probe is None and mix.count("+") > 1:
         return MixReach(mix=mix, method="", not_probed="a batch with several inputs is not probed yet; each input's own mix is")
     if probe is None:
