@@ -76,33 +76,35 @@ def _mix(result: MixReach, structure: ModelStructure, specs: Mapping[str, Multim
     groups = []
     for group in result.groups:
         spec = specs.get(group.label)
-        runs_without_input = spec is not None and not _carries(result.mix, spec.modality)
+        missing = _missing_input(result.mix, spec)
         consequence = strategy.consequence()
-        if runs_without_input and dummy.get(spec.modality) == "on":
+        if missing and dummy.get(spec.modality) == "on":
             consequence = (f"mmfreeze's dummy forward runs {spec.modality} on these batches: a zero gradient each "
                            "step, so no error, and no learning from them")
         groups.append({"module": group.label, "tensors": group.tensors, "parameters": group.parameters,
-                       "consequence": consequence, "fixes": _fixes(group, spec, result.mix, structure, dummy)})
+                       "consequence": consequence, "fixes": _fixes(group, spec, result.mix, missing, structure, dummy)})
     return {"mix": result.mix, "method": result.method, "not_probed": result.not_probed, "groups": groups}
 
 
-def _fixes(group: ModuleGroup, spec: MultimodalModuleSpec | None, mix: str, structure: ModelStructure,
+def _fixes(group: ModuleGroup, spec: MultimodalModuleSpec | None, mix: str, missing: str, structure: ModelStructure,
            dummy: Mapping[str, str]) -> list[str]:
     paths = covering_modules(group.names, structure)
     if spec is not None and spec.role and paths == [spec.path]:
         fixes = [f"freeze it: freeze_config.{spec.modality}: {{{spec.role}: true}}"]
     else:
         fixes = [f"freeze it: freeze_config.modules: [{', '.join(paths)}]"]
-    if spec is not None and not _carries(mix, spec.modality):
+    if spec is not None and missing:
         if dummy.get(spec.modality) != "unavailable":
             fixes.append(f"or give it a zero gradient on these batches: distributed.multimodal.{spec.modality}.run_dummy_forward: true")
-        with_input = f"{mix}+{INPUTS_OF_MODALITY.get(spec.modality, ('image',))[0]}"
-        fixes.append(f"or, if the data carries {spec.modality} inputs, say so: {MIXES_KEY}: [{with_input}]")
+        fixes.append(f"or, if the data carries {spec.modality} inputs, say so: {MIXES_KEY}: [{mix}+{missing}]")
     return fixes
 
 
-def _carries(mix: str, modality: str) -> bool:
-    return any(name in mix.split("+") for name in INPUTS_OF_MODALITY.get(modality, ()))
+def _missing_input(mix: str, spec: MultimodalModuleSpec | None) -> str:
+    """The input that would run ``spec``'s modality when ``mix`` carries none of its inputs (its
+    first: ``image`` for vision); ``""`` when it carries one, or the module has no known input."""
+    inputs = INPUTS_OF_MODALITY.get(spec.modality, ()) if spec is not None else ()
+    return "" if any(name in mix.split("+") for name in inputs) else next(iter(inputs), "")
 
 
 def _dummy_settings(distributed: Mapping[str, Any] | None, class_name: str) -> dict[str, str]:

@@ -128,8 +128,8 @@ class ModelStructure:
     """How the checkpoint's names become this model's under the transformers release that built it
     (:mod:`mmfreeze.models.conversion`); none for the framework's classes and composites."""
     probes: tuple[Probe, ...] = ()
-    """What each data mix's loss reaches, for the mixes the class has a batch for (a build worker
-    probes the model it built); none for composites."""
+    """What each data mix's loss reaches, one per mix the training forward takes (a build worker
+    probes the model it built when the request asks); none otherwise, and none for composites."""
 
     def part(self, part: StructurePart) -> ModelStructure:
         """``part`` as a model of its own: its names without the prefix, its own config facts."""

@@ -30,10 +30,6 @@ class MixReach:
     not_probed: str = ""
     """Why there is no result for this mix (no batch for the class, or every method failed)."""
 
-    @property
-    def tensors(self) -> int:
-        return sum(group.tensors for group in self.groups)
-
 
 @dataclass(frozen=True, kw_only=True)
 class RecipeReach:
