@@ -264,10 +264,14 @@ def _reach_changes(
         stored = before.get(reach.mix)
         if stored is None:
             continue
-        was = {names.to_current(name) for name in old.unreachable.get(reach.mix, ())}
-        now = new.unreachable.get(reach.mix, frozenset())
-        still_trainable = {name for name in was - now if name in numel_of and name not in new.frozen}
         probe = "" if stored.method == reach.method else f"{stored.method or 'not probed'} -> {reach.method or 'not probed'}"
+        if not (stored.method and reach.method):  # one side has no answer: nothing is newly (un)reached, it is unknown
+            if probe:
+                changes.append(ReachChange(mix=reach.mix, probe=probe))
+            continue
+        was = {names.to_current(name) for name in old.unreachable[reach.mix]}
+        now = new.unreachable[reach.mix]
+        still_trainable = {name for name in was - now if name in numel_of and name not in new.frozen}
         if now - was or still_trainable or probe:
             changes.append(ReachChange(
                 mix=reach.mix, probe=probe,

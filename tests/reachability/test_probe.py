@@ -2,10 +2,11 @@
 
 The probes are read from the structures the build workers make (the run's shared cache: each model
 is built once), so what is tested is what snapshots use. The three real cases of the issue, on the
-bundled recipes' registry configs at full size, and the method validated: for seven architectures the static result (a text-only forward on the meta
-device, the graph walked from the loss) equals a real forward and backward of the same module tree
-at tiny widths on the CPU, name by name (the parameters whose ``.grad`` stays ``None``); and for
-LLaVA's image path, the full-size ``FakeTensorMode`` result equals the shrunken real one.
+bundled recipes' registry configs at full size, and the method validated: for seven architectures
+the static result (a text-only forward on the meta device, the graph walked from the loss) equals
+a real forward and backward of the same module tree at tiny widths on the CPU, name by name (the
+parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of seven
+models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.build import build_transformers_config, resolve_model_class
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import find_config, load_structure
-from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, TEXT_TOKENS, llava_image_batch
-from mmfreeze.models.probe.run import FAKE, LOSS_MODULE, META, SHRUNKEN, on_shrunken_config, with_fake_tensors
+from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, Batch, batch_for, llava_image_batch, text_batch
+from mmfreeze.models.probe.run import FAKE, LOSS_MODULE, META, SHRUNKEN, with_fake_tensors
 from mmfreeze.models.probe.shrink import shrunken
 from mmfreeze.models.structure import ModelStructure, Probe
 from mmfreeze.recipes.recipe import load_recipe
@@ -72,6 +73,20 @@ def unreached(recipe: str, mix: str) -> frozenset[str]:
     return frozenset(probe(recipe, mix).unreached)
 
 
+def real_backward(recipe: str, batch: Batch) -> frozenset[str]:
+    """The parameters a real forward and backward of ``batch`` through the recipe's model at
+    shrunken widths leaves without a gradient, every parameter trainable (as a probe makes them)."""
+    config, model_class = config_and_class(recipe)
+    torch.manual_seed(0)
+    small = shrunken(config)
+    model = model_class._from_config(small)
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    loss_module = model.get_submodule(LOSS_MODULE.get(model_class.__name__, ""))
+    loss_module(**batch(small, model_class)).logits.float().sum().backward()
+    return frozenset(name for name, parameter in model.named_parameters() if parameter.grad is None)
+
+
 def prefixes(names: frozenset[str], depth: int) -> set[str]:
     return {".".join(name.split(".")[:depth]) for name in names}
 
@@ -106,14 +121,42 @@ def test_qwen2_5_omni_thinker_loss_never_reaches_the_talker_or_token2wav() -> No
 
 @pytest.mark.parametrize("recipe", ARCHITECTURES.values(), ids=ARCHITECTURES.keys())
 def test_the_static_text_only_result_equals_a_real_backward_name_by_name(recipe: str) -> None:
-    config, model_class = config_and_class(recipe)
-    torch.manual_seed(0)
-    model = model_class._from_config(shrunken(config))
-    loss_module = model.get_submodule(LOSS_MODULE.get(model_class.__name__, ""))
-    loss_module(input_ids=torch.ones((1, TEXT_TOKENS), dtype=torch.long)).logits.float().sum().backward()
-    without_gradient = frozenset(name for name, parameter in model.named_parameters() if parameter.grad is None)
+    without_gradient = real_backward(recipe, text_batch)
     assert without_gradient  # every one of these architectures has a tower a text batch skips
     assert probe(recipe, TEXT).method == META and unreached(recipe, TEXT) == without_gradient
+
+
+MIXED = {
+    "Qwen2.5-VL image": (QWEN2_5_VL, TEXT_IMAGE),
+    "Qwen3-VL-MoE video": (ARCHITECTURES["MoE VLM"], "text+video"),
+    "GLM-4.1V video": ("vlm_peft/glm4v/glm4_1v_lora_chartqa.yaml", "text+video"),
+    "PaliGemma-2 image": ("vlm_finetune/paligemma/paligemma2_3b_448_docvqa.yaml", TEXT_IMAGE),
+    "Idefics3 image": ("vlm_finetune/idefics3/idefics3_8b_docmatix.yaml", TEXT_IMAGE),
+    "Qwen2-Audio audio": (ARCHITECTURES["audio"], "text+audio"),
+    "Granite Speech audio": ("audio_finetune/granite_speech/granite_speech_8b_librispeech.yaml", "text+audio"),
+}
+"""Image, video and audio mixes probed on a shrunken config, whose graph walk is checked against a backward."""
+
+
+@pytest.mark.parametrize(("recipe", "mix"), MIXED.values(), ids=MIXED.keys())
+def test_a_shrunken_probes_graph_walk_equals_a_real_backward_name_by_name(recipe: str, mix: str) -> None:
+    config, model_class = config_and_class(recipe)
+    found = probe(recipe, mix)
+    assert found.method == SHRUNKEN
+    assert frozenset(found.unreached) == real_backward(recipe, batch_for(mix, model_class))
+
+
+@pytest.mark.parametrize("recipe", ["vlm_finetune/paligemma/paligemma2_3b_448_docvqa.yaml",
+                                    "vlm_finetune/aya_vision/aya_vision_8b_multilingual.yaml"], ids=["PaliGemma-2", "Aya Vision"])
+def test_a_siglip_towers_pooling_head_never_reaches_the_loss_even_with_an_image(recipe: str) -> None:
+    """These models read the tower's patch states, never its pooled output, so the attention-pooling
+    head (11 tensors) feeds nothing; Aya reads the last hidden state before ``post_layernorm`` too."""
+    image = unreached(recipe, TEXT_IMAGE)
+    head = {name for name in image if name.startswith("model.vision_tower.head.")}
+    assert len(head) == 11
+    rest = image - head
+    assert rest == (set() if "paligemma" in recipe else {"model.vision_tower.post_layernorm.weight",
+                                                         "model.vision_tower.post_layernorm.bias"})
 
 
 def test_gemma3_with_an_image_reaches_its_whole_tower_and_embedder() -> None:
@@ -127,4 +170,4 @@ def test_gemma3_with_an_image_reaches_its_whole_tower_and_embedder() -> None:
 def test_llavas_full_size_fake_result_equals_a_real_backward_of_its_shrunken_config() -> None:
     config, model_class = config_and_class(LLAVA_7B)
     fake = with_fake_tensors(config, model_class, llava_image_batch)
-    assert len(fake) == 18 and fake == on_shrunken_config(config, model_class, llava_image_batch)
+    assert len(fake) == 18 and fake == real_backward(LLAVA_7B, llava_image_batch)

@@ -178,3 +178,20 @@ def test_a_mix_whose_unreachable_tensors_moved_is_a_change_naming_both_direction
     assert text.probe == ""
     assert image.probe == "not probed -> FakeTensorMode forward at full size" and not image.newly_unreachable
     assert diff_snapshots(new, new, numel_of={}, group_of=lambda name: name).reach_changes == ()
+
+
+def test_a_mix_probed_before_and_not_now_is_a_change_of_method_only_never_a_newly_reached_tensor() -> None:
+    """Llama-4 across the supported releases: 5.18 probes its text mix, 5.24's forward raises. The
+    stored unreachable tensors are not reached now: they are unknown, and the report says only that."""
+    def with_reach(reach: ReachLines) -> Snapshot:
+        return replace(snapshot_of(HEADER, frozenset()), reach=(reach,))
+
+    probed = with_reach(ReachLines(mix="text", method="meta-device forward", groups=(
+        GroupLines(label="p", tensors=1, lines=("p.w",)),)))
+    lost = with_reach(ReachLines(mix="text", not_probed="the forward raises under every method: AttributeError: x"))
+    for old, new, probe in ((probed, lost, "meta-device forward -> not probed"),
+                            (lost, probed, "not probed -> meta-device forward")):
+        change = diff_snapshots(old, new, numel_of={"p.w": 2}, group_of=lambda name: name[0])
+        [reach] = change.reach_changes
+        assert change.moved and reach.probe == probe
+        assert reach.newly_reached == () and reach.newly_unreachable == ()

@@ -13,6 +13,7 @@ import logging
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 META = "meta-device forward"
 FAKE = "FakeTensorMode forward at full size"
-SHRUNKEN = "forward and backward of a shrunken config (every depth kept) on the CPU"
+SHRUNKEN = "forward of a shrunken config (every depth kept) on the CPU"
 
 LOSS_MODULE: Mapping[str, str] = MappingProxyType({
     "Qwen2_5OmniForConditionalGeneration": "thinker",
@@ -51,35 +52,39 @@ def probes_of(model: nn.Module) -> tuple[Probe, ...]:
     and is changed (every parameter trainable, bfloat16): take its structure first."""
     model_class = type(model)
     probes = []
+    shrunken_model = cache(lambda: _shrunken_model(model.config, model_class))  # built once, for every mix that needs it
     # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
     with warnings.catch_warnings(), quiet_transformers():
         warnings.simplefilter("ignore")
-        for mix in accepted_mixes(_loss_module(model).forward):
+        for mix in accepted_mixes(_loss_module(model)):
             batch = batch_for(mix, model_class)
             if batch is None:
                 probes.append(Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {model_class.__name__} yet"))
             else:
-                probes.append(_probe(mix, batch, dict(_methods(mix, model, model.config, model_class))))
+                probes.append(_probe(mix, batch, dict(_methods(mix, model, model_class, shrunken_model))))
     return tuple(probes)
 
 
-def _methods(mix: str, model: nn.Module, config: PretrainedConfig, model_class: type[nn.Module]) -> Iterator[tuple[str, Method]]:
+def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
+             shrunken_model: Callable[[], nn.Module]) -> Iterator[tuple[str, Method]]:
     """The methods to try for ``mix``, cheapest first."""
     if mix == TEXT:
         yield META, lambda batch: on_meta(model, batch)
     if mix == TEXT or model_class.__name__ in FAKE_IMAGE_PATH:  # fake tensors pass `.item()`, meta does not
-        yield FAKE, lambda batch: with_fake_tensors(config, model_class, batch)
-    yield SHRUNKEN, lambda batch: on_shrunken_config(config, model_class, batch)
+        yield FAKE, lambda batch: with_fake_tensors(model.config, model_class, batch)
+    yield SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch)
 
 
 def _probe(mix: str, batch: Batch, methods: Mapping[str, Method]) -> Probe:
-    failures = []
+    failures: dict[str, str] = {}
     for method, run in methods.items():
         try:
             return Probe(mix=mix, method=method, unreached=tuple(sorted(run(batch))))
         except Exception as error:  # noqa: BLE001 - model code raises anything; the next method may pass
-            failures.append(f"{method}: {type(error).__name__}: {first_line(error)}")
-    return Probe(mix=mix, method="", error="; ".join(failures))
+            failures[method] = f"{type(error).__name__}: {first_line(error)}"
+    if len(failures) > 1 and len(set(failures.values())) == 1:  # the model's own code fails, not a method
+        return Probe(mix=mix, method="", error=f"the forward raises under every method: {next(iter(failures.values()))}")
+    return Probe(mix=mix, method="", error="; ".join(f"{method}: {why}" for method, why in failures.items()))
 
 
 def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
@@ -95,16 +100,23 @@ def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
     return unreached_names(model, loss)
 
 
-def on_shrunken_config(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:
-    """``batch`` through ``model_class`` at tiny widths with real tensors on the CPU, and a real
-    backward: the parameters left without a gradient (:mod:`mmfreeze.models.probe.shrink`)."""
+def on_shrunken_model(model: nn.Module, batch: Batch) -> frozenset[str]:
+    """``batch`` through ``model``, a shrunken config's with real tensors on the CPU
+    (:mod:`mmfreeze.models.probe.shrink`), and the graph walked from the loss. The walk gives what
+    a backward would (the parameters it leaves without a gradient) for about half the time."""
     import torch
 
-    small = shrunken(config)
-    model = model_class._from_config(small)
     with torch.enable_grad():
-        _forward(model, batch(small, model_class)).backward()
-    return frozenset(name for name, parameter in model.named_parameters() if parameter.grad is None)
+        loss = _forward(model, batch(model.config, type(model)))
+    return unreached_names(model, loss)
+
+
+def _shrunken_model(config: PretrainedConfig, model_class: type[nn.Module]) -> nn.Module:
+    """``model_class`` at :func:`shrunken` widths, on the CPU, every parameter trainable."""
+    model = model_class._from_config(shrunken(config))
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    return model
 
 
 def with_fake_tensors(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:

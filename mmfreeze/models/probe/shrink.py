@@ -1,10 +1,12 @@
 """A model config shrunk to tiny widths with every depth kept, so its parameter names are the full model's.
 
 Real tensors of a 7B model do not fit a CPU test; the same module tree at width 64 does, and a real
-forward and backward on it says, by each parameter's ``.grad``, what the loss reaches. Only widths
-change (hidden sizes, heads, head dimensions, expert widths), never a layer, expert or vocabulary
-count, so the names are exactly the full model's. Where an image's size sets only a position
-table's length and the work per forward, it is made smaller too (Gemma-3).
+forward on it, its graph walked from the loss, says what the loss reaches (what a backward's
+``.grad`` would: tests compare the two name by name). Only widths change (hidden sizes, heads,
+head dimensions, expert widths), never a layer, expert or vocabulary count, so the names are
+exactly the full model's. Where an image's size or an audio clip's length sets only a position
+table's length and the work per forward, it is made smaller too (Gemma-3, the SigLIP and Idefics
+towers, the Whisper-style audio encoders).
 """
 
 from __future__ import annotations
@@ -24,13 +26,19 @@ WIDTHS: Mapping[str, int] = {
     "shared_expert_intermediate_size": HIDDEN // 2, "encoder_ffn_dim": 2 * HIDDEN,
     "num_attention_heads": HEADS, "num_heads": HEADS, "encoder_attention_heads": HEADS,
     "head_dim": HEAD_DIM, "projection_dim": HIDDEN, "output_dim": HIDDEN,
+    "vision_output_dim": HIDDEN, "projector_input_dim": HIDDEN, "projector_output_dim": HIDDEN,
+    "hidden_dim": HIDDEN, "dim_head": HEAD_DIM, "encoder_hidden_size": HIDDEN, "hidden_size_per_layer_input": HEAD_DIM,
+    "max_source_positions": 100,
 }
-"""Width keys and their tiny values, wherever they appear in the config and its sub-configs."""
-MROPE_TEXT_TYPES = frozenset({"qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text", "qwen2_5_omni_talker"})
-"""Text configs whose rotary embedding splits the head dimension in (temporal, height, width)
+"""Width keys and their tiny values, wherever they appear in the config and its sub-configs; and
+one length that sets only a position table: the Whisper-style audio encoders' (200 mel frames a
+clip instead of 3,000, still a whole 100-position window of Qwen2.5-Omni's chunked encoder)."""
+MROPE_TEXT_TYPES = frozenset({"qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text", "qwen2_5_omni_talker",
+                              "glm4v_text", "glm4v_moe_text"})
+"""Text configs whose rotary embedding splits its frequencies in (temporal, height, width)
 sections, with a full-size default in the modeling code when the config has none."""
-MROPE_SECTION = [2, 3, 3]
-"""The sections for :data:`HEAD_DIM`: half of it, in the full default's proportions (16, 24, 24)."""
+MROPE_PROPORTIONS = (2, 3, 3)
+"""The sections' proportions in the full defaults (16, 24, 24 of Qwen2-VL; 8, 12, 12 of GLM-4.1V)."""
 
 
 POOLED_TOKENS_PER_SIDE = 4
@@ -39,11 +47,22 @@ this many tokens a side, one pooling window of the full model's each (a 224-pixe
 instead of 896: 256 patches through the tower instead of 4,096, the same parameters)."""
 
 
+SMALL_IMAGE_TOWERS = frozenset({"siglip_vision_model", "idefics2_vision", "idefics3_vision", "smolvlm_vision"})
+"""Vision towers whose ``image_size`` sets only the length of a position table: the shrunken one
+sees an image :data:`SMALL_IMAGE_PATCHES` patches a side (PaliGemma-2 at 448 pixels would push
+1,024 patches through 27 layers, and as many tokens through the language model)."""
+SMALL_IMAGE_PATCHES = 8
+"""Divisible by every pixel-shuffle factor of these towers' models (2 for Aya and Idefics3, 4 for SmolVLM)."""
+
+
 def shrunken(config: PretrainedConfig) -> PretrainedConfig:
     """``config`` with tiny widths in it and every sub-config, its depths and counts unchanged."""
     shrunk = _shrunk(config.to_dict())
+    vision = shrunk.get("vision_config") or {}
     if "mm_tokens_per_image" in shrunk:
         _smaller_pooled_image(shrunk)
+    elif vision.get("model_type") in SMALL_IMAGE_TOWERS:
+        vision["image_size"] = vision["patch_size"] * SMALL_IMAGE_PATCHES
     return type(config).from_dict(shrunk)
 
 
@@ -66,6 +85,17 @@ def _shrunk(config: Mapping[str, Any]) -> dict[str, Any]:
             shrunk[key] = HEADS if value >= config.get("num_attention_heads", value) else HEADS // 2
         else:
             shrunk[key] = value
-    if shrunk.get("model_type") in MROPE_TEXT_TYPES:
-        shrunk["rope_parameters"] = {**(shrunk.get("rope_parameters") or {}), "mrope_section": MROPE_SECTION}
+    if "pixel_shuffle_ratio" in shrunk:  # Llama-4's adapter MLP takes the shuffled patches: width / ratio squared
+        shrunk["intermediate_size"] = int(HIDDEN / shrunk["pixel_shuffle_ratio"] ** 2)
+    rope = shrunk.get("rope_parameters") or {}
+    if shrunk.get("model_type") in MROPE_TEXT_TYPES or "mrope_section" in rope:
+        shrunk["rope_parameters"] = {**rope, "mrope_section": _mrope_section(rope.get("partial_rotary_factor", 1.0))}
     return shrunk
+
+
+def _mrope_section(partial_rotary_factor: float) -> list[int]:
+    """Sections summing to the shrunken rotary half-dimension (:data:`HEAD_DIM` times the rotary
+    fraction, halved), in :data:`MROPE_PROPORTIONS`; the last takes the rounding remainder."""
+    total = int(HEAD_DIM * partial_rotary_factor) // 2
+    sections = [total * part // sum(MROPE_PROPORTIONS) for part in MROPE_PROPORTIONS[:-1]]
+    return [*sections, total - sum(sections)]
