@@ -23,7 +23,7 @@ NO_BATCH_YET = {
     "MllamaForConditionalGeneration": {"text+image"},
     "MuseGlimmerForConditionalGeneration": {"text+image"},
     "Phi4MultimodalForCausalLM": {"text+image", "text+audio"},
-    "Qwen2_5OmniForConditionalGeneration": {"text+image", "text+video", "text+audio"},
+    "Qwen2_5OmniForConditionalGeneration": {"text+image", "text+video"},
     "Qwen3OmniMoeForConditionalGeneration": {"text+audio"},
 }
 """Architecture -> the mixes of its bundled recipes that have no synthetic batch yet."""

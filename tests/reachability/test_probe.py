@@ -119,6 +119,16 @@ def test_qwen2_5_omni_thinker_loss_never_reaches_the_talker_or_token2wav() -> No
     assert prefixes(text_only - speech, 3) == {"thinker.model.audio_tower", "thinker.model.visual"}
 
 
+def test_qwen2_5_omni_with_audio_reaches_its_audio_tower_but_its_bos_eos_embedding_and_never_the_talker() -> None:
+    """The audio tower's ``audio_bos_eos_token`` embedding is created and never used by its forward."""
+    structure = probed_structure(OMNI)
+    speech = {info.name for info in structure.parameters if info.name.startswith(("talker.", "token2wav."))}
+    with_audio = unreached(OMNI, "text+audio")
+    assert speech <= with_audio
+    assert {name for name in with_audio - speech if not name.startswith("thinker.model.visual.")} == \
+        {"thinker.model.audio_tower.audio_bos_eos_token.weight"}
+
+
 @pytest.mark.parametrize("recipe", ARCHITECTURES.values(), ids=ARCHITECTURES.keys())
 def test_the_static_text_only_result_equals_a_real_backward_name_by_name(recipe: str) -> None:
     without_gradient = real_backward(recipe, text_batch)
@@ -134,6 +144,7 @@ MIXED = {
     "Idefics3 image": ("vlm_finetune/idefics3/idefics3_8b_docmatix.yaml", TEXT_IMAGE),
     "Qwen2-Audio audio": (ARCHITECTURES["audio"], "text+audio"),
     "Granite Speech audio": ("audio_finetune/granite_speech/granite_speech_8b_librispeech.yaml", "text+audio"),
+    "Qwen2.5-Omni audio": (OMNI, "text+audio"),
 }
 """Image, video and audio mixes probed on a shrunken config, whose graph walk is checked against a backward."""
 

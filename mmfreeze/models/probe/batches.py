@@ -167,11 +167,13 @@ def gemma3_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -
 
 
 def whisper_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """One clip as Qwen2-Audio's Whisper feature extractor makes it: ``2 * max_source_positions`` mel
-    frames (the encoder takes no other length), which its two convolutions and pooling turn into
-    a quarter as many tokens."""
+    """One clip as Qwen2-Audio's and Qwen2.5-Omni's Whisper feature extractor makes it:
+    ``2 * max_source_positions`` mel frames (Qwen2-Audio's encoder takes no other length), which
+    their two convolutions and pooling turn into a quarter as many tokens. The Omni model's audio
+    settings are its thinker's, the module its loss comes from."""
     import torch
 
+    config = getattr(config, "thinker_config", config)
     audio = config.audio_config
     frames = 2 * audio.max_source_positions
     return {"input_ids": _with_placeholders((frames // 2 - 2) // 2 + 1, config.audio_token_index),
@@ -224,6 +226,7 @@ VIDEO_BATCHES: Mapping[str, Batch] = MappingProxyType(dict.fromkeys(GRID_CLASSES
 
 AUDIO_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "Qwen2AudioForConditionalGeneration": whisper_audio_batch,
+    "Qwen2_5OmniForConditionalGeneration": whisper_audio_batch,
     "VoxtralForConditionalGeneration": voxtral_audio_batch,
     "GraniteSpeechForConditionalGeneration": granite_speech_audio_batch,
 })
