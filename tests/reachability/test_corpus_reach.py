@@ -64,3 +64,34 @@ def test_the_mixes_not_probed_are_exactly_the_listed_gaps_each_with_its_reason()
             gaps[kind][snapshot.header.architecture].add(reach.mix)
     assert {kind: dict(found) for kind, found in gaps.items()} == {
         "no batch": NO_BATCH_YET, "raises": FORWARD_RAISES, "composite": COMPOSITES}
+
+
+def unreachable_groups(recipe: str, mix: str) -> dict[str, int]:
+    [reach] = [reach for reach in snapshots()[f"example_configs/{recipe}"].reach if reach.mix == mix]
+    return {group.label: group.tensors for group in reach.groups}
+
+
+def test_the_llava_recipe_with_a_trainable_tower_lists_its_last_encoder_layer_and_post_layernorm_unreachable() -> None:
+    """The issue's first real case as a bundled recipe (the probe itself: tests/reachability/test_probe.py)."""
+    snapshot = snapshots()["example_configs/vlm_finetune/llava/llava_1_5_7b_tower_unfrozen_cord_v2.yaml"]
+    [reach] = snapshot.reach
+    assert (reach.mix, reach.method) == ("text+image", "FakeTensorMode forward at full size")
+    assert snapshot.unreachable["text+image"] == {
+        *(f"model.vision_tower.encoder.layers.23.{part}.{kind}"
+          for part in ("self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.out_proj",
+                       "layer_norm1", "layer_norm2", "mlp.fc1", "mlp.fc2") for kind in ("weight", "bias")),
+        "model.vision_tower.post_layernorm.weight", "model.vision_tower.post_layernorm.bias"}
+
+
+def test_the_qwen2_5_vl_text_only_recipe_lists_its_whole_tower_and_merger_and_an_image_recipe_none() -> None:
+    """Both recipes train the whole 7B tower and merger; only the batches differ."""
+    assert unreachable_groups("vlm_finetune/qwen2_5_vl/qwen2_5_vl_7b_ultrachat_text_sft.yaml", "text") == {
+        "model.visual (vision tower)": 385, "model.visual.merger (vision projector)": 5}
+    image = snapshots()["example_configs/vlm_finetune/qwen2_5_vl/qwen2_5_vl_7b_cord_v2_three_rates.yaml"]
+    assert not any(name.startswith("model.visual.") for name in image.frozen)
+    assert unreachable_groups("vlm_finetune/qwen2_5_vl/qwen2_5_vl_7b_cord_v2_three_rates.yaml", "text+image") == {}
+
+
+def test_the_qwen2_5_omni_recipe_lists_the_talker_and_token2wav_unreachable_from_the_thinkers_loss() -> None:
+    groups = unreachable_groups("audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_librispeech.yaml", "text+audio")
+    assert groups["talker (audio generator)"] == 293 and groups["token2wav (audio generator)"] == 808
