@@ -5,7 +5,7 @@ is built once), so what is tested is what snapshots use. The three real cases of
 bundled recipes' registry configs at full size, and the method validated: for seven architectures
 the static result (a text-only forward on the meta device, the graph walked from the loss) equals
 a real forward and backward of the same module tree at tiny widths on the CPU, name by name (the
-parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of seven
+parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of eight
 models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
 """
 
@@ -151,7 +151,7 @@ MIXED = {
 
 @pytest.mark.parametrize(("recipe", "mix"), MIXED.values(), ids=MIXED.keys())
 def test_a_shrunken_probes_graph_walk_equals_a_real_backward_name_by_name(recipe: str, mix: str) -> None:
-    config, model_class = config_and_class(recipe)
+    _, model_class = config_and_class(recipe)
     found = probe(recipe, mix)
     assert found.method == SHRUNKEN
     assert frozenset(found.unreached) == real_backward(recipe, batch_for(mix, model_class))
