@@ -12,6 +12,7 @@ function of its key.
 from __future__ import annotations
 
 import gc
+import json
 import multiprocessing
 import time
 import multiprocessing.forkserver
@@ -27,7 +28,7 @@ from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import BuildSpec
 from mmfreeze.models.composite import DrafterBuild
 from mmfreeze.models.loader import ModelRequest, StructureSource, build_structure, structure_source
-from mmfreeze.models.structure import ModelStructure
+from mmfreeze.models.structure import ModelStructure, Probe
 
 WORKER_DIED = (
     "the worker process building this model ended abruptly (killed, for instance by the "
@@ -123,21 +124,24 @@ Built = tuple[str, ModelStructure | MmfreezeError, float]
 def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if not pending:
         return
-    jobs = [(p.source.key, p.source.config.config, p.request.auto_class, p.request.source, p.request.build,
-             p.source.drafter, p.request.probe) for p in pending]
+    groups: dict[str, list[Job]] = {}  # builds of one config run together, so they share its probes
+    for p in pending:
+        groups.setdefault(json.dumps(p.source.config.config, sort_keys=True, default=str), []).append(
+            (p.source.key, p.source.config.config, p.request.auto_class, p.request.source, p.request.build,
+             p.source.drafter, p.request.probe))
     if workers <= 1:
-        yield from (_decode(_build_job(job)) for job in jobs)
+        yield from (_decode(outcome) for group in groups.values() for outcome in _build_group(group))
         return
     with ProcessPoolExecutor(
-        max_workers=min(workers, len(jobs)), mp_context=_forkserver(), initializer=_start_worker
+        max_workers=min(workers, len(groups)), mp_context=_forkserver(), initializer=_start_worker
     ) as pool:
-        futures = {pool.submit(_build_job, job): job for job in jobs}
+        futures = {pool.submit(_build_group, group): group for group in groups.values()}
         for future in as_completed(futures):
             try:
-                yield _decode(future.result())
+                yield from (_decode(outcome) for outcome in future.result())
             except BrokenProcessPool:
-                key, _, _, display_path, _, _, _ = futures[future]
-                yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
+                for key, _, _, display_path, _, _, _ in futures[future]:
+                    yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
 
 
 def _start_worker() -> None:
@@ -171,13 +175,18 @@ Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None, bo
 """A build's key, config, Auto class, recipe (for messages), builder, composite drafter, and whether to probe."""
 
 
-def _build_job(job: Job) -> tuple[str, dict[str, Any] | MmfreezeError, float]:
-    """Worker entry point: returns plain data (JSON-shaped) so nothing torch-typed crosses processes."""
-    key, config, auto_class, display_path, build, drafter, probe = job
-    started = time.perf_counter()
-    try:
-        value: dict[str, Any] | MmfreezeError = build_structure(config, auto_class, source=display_path, build=build,
-                                                                drafter=drafter, probe=probe).to_json()
-    except MmfreezeError as error:
-        value = error
-    return key, value, time.perf_counter() - started
+def _build_group(jobs: list[Job]) -> list[tuple[str, dict[str, Any] | MmfreezeError, float]]:
+    """Worker entry point: builds of one config, in order, each class's probes taken once. Returns
+    plain data (JSON-shaped) so nothing torch-typed crosses processes."""
+    probed: dict[type, tuple[Probe, ...]] = {}
+    outcomes = []
+    for key, config, auto_class, display_path, build, drafter, probe in jobs:
+        started = time.perf_counter()
+        try:
+            value: dict[str, Any] | MmfreezeError = build_structure(
+                config, auto_class, source=display_path, build=build, drafter=drafter, probe=probe, probed=probed
+            ).to_json()
+        except MmfreezeError as error:
+            value = error
+        outcomes.append((key, value, time.perf_counter() - started))
+    return outcomes

@@ -6,7 +6,7 @@ recipes (:func:`mmfreeze.freeze.recipe_model.model_request` makes one from a rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
 from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec, builder_label, framework_class_for
-from mmfreeze.models.structure import ModelStructure, structure_of
+from mmfreeze.models.structure import ModelStructure, Probe, structure_of
 
 if TYPE_CHECKING:
     from torch import nn
@@ -196,10 +196,12 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
 
 def build_structure(
     config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC,
-    drafter: DrafterBuild | None = None, probe: bool = False,
+    drafter: DrafterBuild | None = None, probe: bool = False, probed: MutableMapping[type, tuple[Probe, ...]] | None = None,
 ) -> ModelStructure:
     """The structure of the model ``build`` makes; ``probe``: with what each data mix's loss reaches
-    (a composite is not probed)."""
+    (a composite is not probed). ``probed``: the probes already taken of this same config, by built
+    class: a probe is a function of the two, so a build of a class found there reuses them, and a
+    new one adds its own (recipes reach one checkpoint through several builders and Auto classes)."""
     if drafter is not None:
         from mmfreeze.models.composite import composite_structure
 
@@ -209,7 +211,13 @@ def build_structure(
 
     live = build_live(config, auto_class, source=source, build=build)
     structure = live.structure()  # before the probes change the model's flags and dtype
-    return replace(structure, probes=probes_of(live.model)) if probe else structure
+    if not probe:
+        return structure
+    known = {} if probed is None else probed
+    model_class = type(live.model)
+    if model_class not in known:
+        known[model_class] = probes_of(live.model)
+    return replace(structure, probes=known[model_class])
 
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:

@@ -41,8 +41,8 @@ def test_recipes_sharing_a_config_share_one_build(tmp_path: Path, monkeypatch: p
     from mmfreeze.models import batch
 
     builds: list[str] = []
-    real = batch._build_job
-    monkeypatch.setattr(batch, "_build_job", lambda job: builds.append(job[0]) or real(job))
+    real = batch._build_group
+    monkeypatch.setattr(batch, "_build_group", lambda jobs: builds.extend(job[0] for job in jobs) or real(jobs))
     paths = corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt", "b.yaml": "ckpt"})
     requests = model_requests(paths)
     cache = StructureCache(None)

@@ -3,8 +3,9 @@
 The probes are read from the structures the build workers make (the run's shared cache: each model
 is built once), so what is tested is what snapshots use. The three real cases of the issue, on the
 bundled recipes' registry configs at full size, and the method validated: for seven architectures
-the static result (a text-only forward on the meta device, the graph walked from the loss) equals
-a real forward and backward of the same module tree at tiny widths on the CPU, name by name (the
+the static text-only results (a forward on the meta device, and one on the shrunken config with
+constant weights that the build uses, each graph walked from the loss) equal a real forward and
+backward of the same module tree at tiny widths and random weights on the CPU, name by name (the
 parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of eight
 models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
 """
@@ -21,11 +22,11 @@ import torch
 
 from mmfreeze.disk_cache import default_cache_dir
 from mmfreeze.freeze.recipe_model import model_request
-from mmfreeze.models.build import build_transformers_config, resolve_model_class
+from mmfreeze.models.build import build_meta_model, build_transformers_config, resolve_model_class
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import find_config, load_structure
 from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, Batch, batch_for, llava_image_batch, text_batch
-from mmfreeze.models.probe.run import FAKE, LOSS_MODULE, META, SHRUNKEN, with_fake_tensors
+from mmfreeze.models.probe.run import FAKE, LOSS_MODULE, SHRUNKEN, on_meta, with_fake_tensors
 from mmfreeze.models.probe.shrink import shrunken
 from mmfreeze.models.structure import ModelStructure, Probe
 from mmfreeze.recipes.recipe import load_recipe
@@ -105,7 +106,7 @@ def test_llava_with_an_image_never_reaches_its_last_encoder_layer_or_post_layern
 
 
 def test_qwen2_5_vl_text_only_never_reaches_its_tower_and_merger_and_with_an_image_reaches_all() -> None:
-    assert probe(QWEN2_5_VL, TEXT).method == META
+    assert probe(QWEN2_5_VL, TEXT).method == SHRUNKEN
     assert prefixes(unreached(QWEN2_5_VL, TEXT), 2) == {"model.visual"}
     assert len(unreached(QWEN2_5_VL, TEXT)) == 390  # the tower's 385 tensors and the merger's 5
     assert probe(QWEN2_5_VL, TEXT_IMAGE).method == SHRUNKEN and unreached(QWEN2_5_VL, TEXT_IMAGE) == frozenset()
@@ -130,10 +131,14 @@ def test_qwen2_5_omni_with_audio_reaches_its_audio_tower_but_its_bos_eos_embeddi
 
 
 @pytest.mark.parametrize("recipe", ARCHITECTURES.values(), ids=ARCHITECTURES.keys())
-def test_the_static_text_only_result_equals_a_real_backward_name_by_name(recipe: str) -> None:
+def test_the_static_text_only_results_on_meta_and_shrunken_equal_a_real_backward_name_by_name(recipe: str) -> None:
+    """Each of these classes has a batch for another mix, so its build probes text on the shrunken
+    model; the meta-device forward, which text-only classes get, is checked on the same model."""
     without_gradient = real_backward(recipe, text_batch)
     assert without_gradient  # every one of these architectures has a tower a text batch skips
-    assert probe(recipe, TEXT).method == META and unreached(recipe, TEXT) == without_gradient
+    assert probe(recipe, TEXT).method == SHRUNKEN and unreached(recipe, TEXT) == without_gradient
+    config, model_class = config_and_class(recipe)
+    assert on_meta(build_meta_model(config, model_class), text_batch) == without_gradient
 
 
 MIXED = {

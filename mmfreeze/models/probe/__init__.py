@@ -6,11 +6,20 @@ no state for it. Each build worker runs, on the model it just built, one forward
 model's class has a batch for (:mod:`~mmfreeze.models.probe.batches`), every parameter trainable,
 and keeps the names the loss does not reach in the structure (:class:`~mmfreeze.models.structure.Probe`):
 
-- on the meta device, the autograd graph walked from the loss (:mod:`~mmfreeze.models.probe.graph`),
-  for text-only batches;
-- at full size under ``FakeTensorMode``, where the model's multimodal code allows it (LLaVA);
-- otherwise on a shrunken config (every depth kept, tiny widths: :mod:`~mmfreeze.models.probe.shrink`)
-  with real tensors on the CPU, by each parameter's ``.grad`` after a real backward.
+- on a shrunken config (every depth kept, tiny widths: :mod:`~mmfreeze.models.probe.shrink`) with
+  real tensors on the CPU and constant weights, built once per model and shared by its mixes: image,
+  video and audio batches, and the text batch of a class that has one of those (its shrunken config
+  is known to run, and ATen's kernels run a forward about ten times faster than the meta device's
+  Python decompositions);
+- at full size under ``FakeTensorMode`` first where the image path allows it (LLaVA's image mix:
+  the real widths, about a second for 7B);
+- on the meta device for the text batch of every other class (text-only models, and classes with no
+  other batch yet), then with fake tensors, then shrunken.
+
+Every method walks the autograd graph from the loss (:mod:`~mmfreeze.models.probe.graph`): what a
+backward would leave without a gradient, without running it (tests compare the two name by name).
+The probes of one config and class are taken once per run, whatever builder or Auto class a recipe
+reaches it through (:func:`mmfreeze.models.loader.build_structure`).
 
 Each probe names the method that gave it; a mix no method could run says why. Which mixes a
 recipe's batches carry, and what the result means for its trainable set, is
