@@ -10,8 +10,9 @@ checks the snapshots the *other* one made, with the transformers classes:
   tests/snapshots/fixtures/transformers-5.18.0 example_configs``).
 
 Both directions give the same outcomes: the Omni thinker recipes "renamed" with their exact tensor
-counts, the two Llama-4 recipes "changed" by their text mix's probe alone (transformers 5.24.0's
-Llama-4 forward raises, so 5.24 has no answer where 5.18 has one), every other recipe "version only". Marked `framework` so that
+counts, three recipes "changed" by a probe alone, where one release's model code raises (the two
+Llama-4 recipes' text and image mixes under 5.24, the Kimi-K2.5 LoRA recipe's video mix under
+5.18), every other recipe "version only". Marked `framework` so that
 `.ci/framework_env` runs it under 5.18.0; it needs nemo-automodel only through that environment.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.models.probe.run import SHRUNKEN
 from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
 from tests.cli.test_snapshot import run
 from tests.conftest import REPO_ROOT
@@ -44,11 +46,16 @@ RENAMED = {
         {"audio_tower": 525, "language_model": 530, "visual": 351},
 }
 """Recipe -> tensors renamed per thinker part: the 5.24 names nest under ``thinker.model``."""
-PROBE_LOST = {"example_configs/vlm_finetune/llama4/llama4_scout_chartqa_ep.yaml",
-              "example_configs/vlm_peft/llama4/llama4_scout_lora_docvqa.yaml"}
-"""Recipes whose text mix 5.18.0 probes and 5.24.0 cannot: its ``Llama4ForConditionalGeneration``
-copies ``image_outputs`` from its language model's output, which has none, on every forward."""
-PROBES = {"5.18.0": "meta-device forward", SNAPSHOT_TRANSFORMERS_VERSION: "not probed"}
+LLAMA4_LOST = {"text": (SHRUNKEN, "not probed"), "text+image": (SHRUNKEN, "not probed")}
+PROBE_CHANGES = {
+    "example_configs/vlm_finetune/llama4/llama4_scout_chartqa_ep.yaml": LLAMA4_LOST,
+    "example_configs/vlm_peft/llama4/llama4_scout_lora_docvqa.yaml": LLAMA4_LOST,
+    "example_configs/vlm_peft/kimi_k25/kimi_k25_lora_docvqa.yaml": {"text+video": ("not probed", SHRUNKEN)},
+}
+"""Recipe -> mix -> (how 5.18.0 probes it, how 5.24.0 does), where one release's model code raises:
+5.24.0's ``Llama4ForConditionalGeneration`` copies ``image_outputs`` from its language model's
+output, which has none, on every forward; 5.18.0's ``Kimi_K25Model`` splits a clip's pooled features by
+the patch count before the temporal pooling, so a clip of more than one frame never matches."""
 RENAMES_518_TO_524 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
                       "language_model": ("thinker.model.*", "thinker.model.language_model.*"),
                       "visual": ("thinker.visual.*", "thinker.model.visual.*")}
@@ -78,7 +85,7 @@ def check(
     return result.returncode, json.loads(report.read_text())
 
 
-def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_changed_by_llama4s_probe_and_version_only_for_the_rest(
+def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_changed_by_the_probes_one_release_cannot_run_and_version_only_for_the_rest(
     tmp_path: Path,
 ) -> None:
     snapshot_dir = other_release_snapshots()
@@ -90,8 +97,8 @@ def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_changed_
     assert len(outcomes) == len(recipes) >= 80
     statuses = {recipe: outcome["status"] for recipe, outcome in outcomes.items()}
     assert {recipe for recipe, status in statuses.items() if status == "renamed"} == set(RENAMED)
-    assert {recipe for recipe, status in statuses.items() if status == "changed"} == PROBE_LOST
-    assert set(statuses) - set(RENAMED) - PROBE_LOST == \
+    assert {recipe for recipe, status in statuses.items() if status == "changed"} == set(PROBE_CHANGES)
+    assert set(statuses) - set(RENAMED) - set(PROBE_CHANGES) == \
         {recipe for recipe, status in statuses.items() if status == "version_only"}
     for recipe, counts in RENAMED.items():
         change = outcomes[recipe]["change"]
@@ -100,11 +107,12 @@ def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_changed_
         moved = ("newly_frozen", "newly_trainable", "adapters_added", "adapters_removed", "unmapped", "reach_changes")
         assert all(change[field] == [] for field in moved), recipe
         assert [h["field"] for h in change["header_changes"]] == ["transformers"]
-    stored, current = PROBES["5.18.0" if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else SNAPSHOT_TRANSFORMERS_VERSION], PROBES[INSTALLED]
-    for recipe in PROBE_LOST:
+    for recipe, probes in PROBE_CHANGES.items():
         change = outcomes[recipe]["change"]
-        assert change["reach_changes"] == [{"mix": "text", "probe": f"{stored} -> {current}",
-                                            "newly_reached": [], "newly_unreachable": []}]
+        directed = {mix: (old, new) if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else (new, old)
+                    for mix, (old, new) in probes.items()}
+        assert change["reach_changes"] == [{"mix": mix, "probe": f"{stored} -> {current}", "newly_reached": [],
+                                            "newly_unreachable": []} for mix, (stored, current) in directed.items()]
         assert all(change[field] == [] for field in ("newly_frozen", "newly_trainable", "renamed", "unmapped"))
 
 

@@ -6,7 +6,7 @@ bundled recipes' registry configs at full size, and the method validated: for se
 the static text-only results (a forward on the meta device, and one on the shrunken config with
 constant weights that the build uses, each graph walked from the loss) equal a real forward and
 backward of the same module tree at tiny widths and random weights on the CPU, name by name (the
-parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of eight
+parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of thirteen
 models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
 """
 
@@ -150,6 +150,12 @@ MIXED = {
     "Qwen2-Audio audio": (ARCHITECTURES["audio"], "text+audio"),
     "Granite Speech audio": ("audio_finetune/granite_speech/granite_speech_8b_librispeech.yaml", "text+audio"),
     "Qwen2.5-Omni audio": (OMNI, "text+audio"),
+    "LLaVA-NeXT anyres image": ("vlm_finetune/llava_next/llava_next_mistral_7b_docvqa.yaml", TEXT_IMAGE),
+    "LLaVA-OneVision anyres image": ("vlm_finetune/llava_onevision/llava_ov_7b_video.yaml", TEXT_IMAGE),
+    "LLaVA-OneVision video": ("vlm_finetune/llava_onevision/llava_ov_7b_video.yaml", "text+video"),
+    "Mllama cross-attention image": ("vlm_finetune/mllama/mllama_11b_vqav2.yaml", TEXT_IMAGE),
+    "Ernie-4.5-VL image": ("vlm_finetune/ernie4_5_vl/ernie4_5_vl_28b_a3b_cord_v2.yaml", TEXT_IMAGE),
+    "Kimi-K2.5 image": ("vlm_finetune/kimi_k25/kimi_k25_cord_v2_ep.yaml", TEXT_IMAGE),
 }
 """Image, video and audio mixes probed on a shrunken config, whose graph walk is checked against a backward."""
 

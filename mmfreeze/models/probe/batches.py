@@ -10,6 +10,7 @@ keyword arguments.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -203,6 +204,244 @@ def granite_speech_audio_batch(config: PretrainedConfig, model_class: type[nn.Mo
             "input_features_mask": torch.ones((1, tokens), dtype=torch.bool)}
 
 
+def _smallest_pinpoint(config: PretrainedConfig) -> tuple[int, int]:
+    """The smallest (by area) of ``image_grid_pinpoints``, as (height, width): an image of exactly
+    this size is its own best resolution (``select_best_resolution``: every other pinpoint either
+    holds fewer of its pixels or wastes more), so it is tiled as few times as any image can be."""
+    height, width = min(config.image_grid_pinpoints, key=lambda point: point[0] * point[1])
+    return height, width
+
+
+def _anyres_features(config: PretrainedConfig, height: int, width: int, max_num_patches: int | None = None) -> int:
+    """The processor's ``_get_number_of_features`` (LLaVA-NeXT's and LLaVA-OneVision's
+    ``processing_*.py``, with ``_get_unpadded_features``) for an image of ``height`` x ``width``
+    pixels laid out on its own best pinpoint: the base tile's patches, the tiles' patches left after
+    unpadding and a newline per row of them; OneVision (``max_num_patches``, from
+    ``anyres_max_N``) interpolates the tiles' patches down when there are more than ~N tiles of them.
+    The base tile's count is the bare patch grid here; the CLS token is the caller's."""
+    vision = config.vision_config
+    side = vision.image_size // vision.patch_size
+    rows, columns = height // vision.image_size, width // vision.image_size  # the pinpoint in tiles
+    current_height, current_width = side * rows, side * columns
+    if width / height > current_width / current_height:
+        current_height -= (current_height - int(round(height * (current_width / width), 7))) // 2 * 2
+    else:
+        current_width -= (current_width - int(round(width * (current_height / height), 7))) // 2 * 2
+    unpadded, newlines = current_height * current_width, current_height
+    if max_num_patches is not None:
+        ratio = math.sqrt(current_height * current_width / (max_num_patches * side ** 2))
+        if ratio > 1.1:
+            unpadded = int(current_height // ratio) * int(current_width // ratio)
+            newlines = int(current_height // ratio)
+    return side ** 2 + unpadded + newlines
+
+
+def _anyres_image(config: PretrainedConfig) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """(pixel_values, image_sizes, height, width) of one image the size of the smallest pinpoint, as
+    the anyres image processors lay it out: the whole image resized to one tile first, then the
+    pinpoint cut into ``image_size`` tiles (``get_image_patches``; the model's
+    ``image_size_to_num_patches`` counts them again from ``image_sizes``)."""
+    import torch
+
+    vision = config.vision_config
+    height, width = _smallest_pinpoint(config)
+    tiles = 1 + (height // vision.image_size) * (width // vision.image_size)
+    return _square_image(config, leading=(1, tiles)), torch.tensor([[height, width]]), height, width
+
+
+def llava_next_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One image exactly the size of the smallest ``image_grid_pinpoints`` entry (336 x 672 for
+    LLaVA-1.6: a base tile and 1 x 2 tiles of 336 pixels), ``pixel_values`` (1, tiles, channels,
+    side, side) and its ``image_sizes``, as ``LlavaNextImageProcessor`` makes it; its placeholder
+    count is ``LlavaNextProcessor._get_number_of_features`` (the base tile's patches, the unpadded
+    tiles' patches and a newline per row: 576 + 1,152 + 24 at full size), which
+    ``pack_image_features`` produces. The processor counts the CLS token
+    (``num_additional_image_tokens``) and takes it off again under the ``default`` strategy, so
+    it stays only under ``full``."""
+    pixel_values, image_sizes, height, width = _anyres_image(config)
+    tokens = _anyres_features(config, height, width) + (config.vision_feature_select_strategy == "full")
+    return {"input_ids": _with_placeholders(tokens, config.image_token_index),
+            "pixel_values": pixel_values, "image_sizes": image_sizes}
+
+
+def llava_onevision_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One image exactly the size of the smallest ``image_grid_pinpoints`` entry (384 x 384 for the
+    default pinpoints: a base tile and one tile), as ``LlavaOnevisionImageProcessor`` makes it:
+    ``pixel_values`` (1, tiles, channels, side, side), ``image_sizes`` and ``batch_num_images`` (one
+    image in the sample, so it is tiled); its placeholder count is
+    ``LlavaOnevisionProcessor._get_number_of_features`` (``num_image_tokens`` of the base tile, the
+    unpadded tiles' patches and a newline per row, interpolated down past ``anyres_max_9``), less
+    one under the ``default`` strategy."""
+    import torch
+
+    pixel_values, image_sizes, height, width = _anyres_image(config)
+    max_num_patches = int(config.vision_aspect_ratio.strip("anyres_max_"))
+    tokens = _anyres_features(config, height, width, max_num_patches) - (config.vision_feature_select_strategy == "default")
+    return {"input_ids": _with_placeholders(tokens, config.image_token_index), "pixel_values": pixel_values,
+            "image_sizes": image_sizes, "batch_num_images": torch.tensor([1])}
+
+
+ONEVISION_FRAMES = 2
+"""Frames of the OneVision probe clip (``LlavaOnevisionVideoProcessor`` samples none by default)."""
+
+
+def llava_onevision_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """A :data:`ONEVISION_FRAMES`-frame clip at the tower's resolution, ``pixel_values_videos``
+    (1, frames, channels, side, side) as ``LlavaOnevisionVideoProcessor`` makes it; each frame's
+    patch grid is pooled to half a side, rounded up (``apply_pooling``), and one newline closes the
+    clip: ``LlavaOnevisionProcessor.replace_video_token``'s frames x ceil(side / 2) squared + 1."""
+    vision = config.vision_config
+    pooled = math.ceil(vision.image_size // vision.patch_size / 2)
+    tokens = ONEVISION_FRAMES * pooled ** 2 + 1
+    return {"input_ids": _with_placeholders(tokens, config.video_token_index),
+            "pixel_values_videos": _square_image(config, leading=(1, ONEVISION_FRAMES))}
+
+
+def mllama_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One image of one tile, as ``MllamaProcessor`` makes it: the image fits a 1 x 1 canvas
+    (``get_optimal_tiled_canvas``), so ``pixel_values`` is (batch, images, ``max_num_tiles``,
+    channels, side, side) with the tiles past the first zero padding (``pad_batches_and_tiles``:
+    the tower's embeddings reshape to ``max_num_tiles``, so the padding is always there),
+    ``aspect_ratio_ids`` the 1-based index of (1, 1) in ``supported_aspect_ratios``
+    (``convert_aspect_ratios_to_ids``), ``aspect_ratio_mask`` 1 for the one tile
+    (``build_aspect_ratio_mask``). The text holds one ``<|image|>`` token (no placeholders: the
+    image enters by cross-attention); ``cross_attention_mask`` (batch, tokens, images,
+    ``max_num_tiles``) lets that token and every one after it see the tile
+    (``get_cross_attention_token_mask``, ``convert_sparse_cross_attention_mask_to_dense``)."""
+    import torch
+
+    vision = config.vision_config
+    tiles = vision.max_num_tiles
+    input_ids = _with_placeholders(1, config.image_token_index)
+    pixel_values = _square_image(config, leading=(1, 1, tiles))
+    pixel_values[:, :, 1:] = 0
+    aspect_ratio_mask = torch.zeros((1, 1, tiles), dtype=torch.long)
+    aspect_ratio_mask[..., 0] = 1
+    cross_attention_mask = torch.zeros((1, input_ids.shape[1], 1, tiles), dtype=torch.long)
+    cross_attention_mask[0, 1:, 0, 0] = 1
+    aspect_ratio_id = [list(ratio) for ratio in vision.supported_aspect_ratios].index([1, 1]) + 1
+    return {"input_ids": input_ids, "pixel_values": pixel_values, "aspect_ratio_ids": torch.tensor([[aspect_ratio_id]]),
+            "aspect_ratio_mask": aspect_ratio_mask, "cross_attention_mask": cross_attention_mask}
+
+
+def llama4_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One image of one tile at the tower's resolution, as ``Llama4Processor`` makes it: an image
+    that fits a 1 x 1 canvas gets no global tile beside it (``Llama4ImageProcessor._preprocess`` adds
+    one only past a single tile), so ``pixel_values`` is (1, channels, side, side); its
+    ``(side / patch_size)`` squared patches are pixel-shuffled by ``pixel_shuffle_ratio`` a side
+    into ``<|patch|>`` placeholders (``image_token_index``), laid out by ``_prompt_split_image`` as
+    ``<|image_start|>``, ``<|image|>`` (an ordinary token to the model), the patches, ``<|image_end|>``."""
+    vision = config.vision_config
+    tokens = int((vision.image_size // vision.patch_size) ** 2 * vision.pixel_shuffle_ratio ** 2)
+    input_ids = _with_placeholders(tokens, config.image_token_index, first=3)
+    input_ids[0, 1], input_ids[0, 3 + tokens] = config.boi_token_index, config.eoi_token_index
+    return {"input_ids": input_ids, "pixel_values": _square_image(config)}
+
+
+def _ernie_batch(config: PretrainedConfig, model_class: type[nn.Module], video: bool) -> dict[str, torch.Tensor]:
+    """One 56 x 56 image (or a two-frame clip of it) as Ernie-4.5-VL's processor makes it.
+
+    The image processor (``Ernie4_5_VLMoeImageProcessor.patchify``, ``temporal_patch_size`` 1) gives
+    a ``(1, 4, 4)`` grid of flat ``channels x patch x patch`` patches; the video processor one row of
+    patches per frame (grid ``(2, 4, 4)``, frames not stacked). The resampler merges 2 x 2 patches,
+    and for a video two frames (``temporal_merge_size``), so ``replace_image_token`` /
+    ``replace_video_token`` put 4 placeholders between the start and end tokens (an image runs the
+    temporal MLP too, its one frame duplicated: ``_temporal_slicing``). ``mm_token_type_ids`` marks
+    the placeholders for M-RoPE (``ProcessorMixin.create_mm_token_type_ids``);
+    ``moe_mm_token_type_ids`` (``create_moe_mm_token_type_ids``) marks the start and end tokens too,
+    and routes all of them to the vision experts.
+    """
+    import torch
+
+    vision = config.vision_config
+    kind = "video" if video else "image"
+    grid = (vision.temporal_merge_size if video else 1, 4, 4)
+    patches = grid[0] * grid[1] * grid[2]
+    tokens = patches // vision.spatial_merge_size ** 2 // (vision.temporal_merge_size if video else 1)
+    placeholder = getattr(config, f"{kind}_token_id")
+    input_ids = _with_placeholders(tokens, placeholder, first=2)
+    input_ids[0, 1] = getattr(config, f"{kind}_start_token_id")
+    input_ids[0, 2 + tokens] = getattr(config, f"{kind}_end_token_id")
+    modality = 2 if video else 1
+    width = vision.in_channels * vision.patch_size ** 2
+    return {"input_ids": input_ids,
+            "pixel_values_videos" if video else "pixel_values": torch.ones((patches, width)),
+            f"{kind}_grid_thw": torch.tensor([grid]),
+            "mm_token_type_ids": (input_ids == placeholder).int() * modality,
+            "moe_mm_token_type_ids": torch.zeros_like(input_ids).index_fill_(1, torch.arange(1, 3 + tokens), modality)}
+
+
+def ernie_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """:func:`_ernie_batch` with an image."""
+    return _ernie_batch(config, model_class, video=False)
+
+
+def ernie_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """:func:`_ernie_batch` with a two-frame video."""
+    return _ernie_batch(config, model_class, video=True)
+
+
+def _kimi_k25_batch(config: PretrainedConfig, model_class: type[nn.Module], video: bool) -> dict[str, torch.Tensor]:
+    """One 56 x 56 image (or a two-frame chunk of it) as Kimi-K2.5's processor makes it.
+
+    ``Kimi_K25ImageProcessor.patchify`` gives ``(h * w, channels, patch, patch)`` patches and the
+    grid ``(1, h, w)``; the video processor cuts a clip into chunks of ``temporal_patch_size`` (4)
+    frames, one grid row ``(frames, h, w)`` each, its patches frame-major. MoonViT pools each chunk's
+    frames (``Kimi_K25VisionModel.temporal_merge``) and merges 2 x 2 patches
+    (``merge_kernel_size``), so an image or a chunk is ``h * w / 4`` placeholder tokens
+    (``replace_image_token``, ``replace_video_token``), between ``<|media_begin|>``
+    (``vision_start_token_id``) and ``<|media_end|>``. No M-RoPE: the text model is DeepSeek-V3
+    with 1D positions, and the placeholders (the video one is outside the vocabulary) are embedded
+    as token 0 before the scatter (``Kimi_K25Model.forward``).
+    """
+    import torch
+
+    vision = config.vision_config
+    kernel_height, kernel_width = vision.merge_kernel_size
+    grid = (2 if video else 1, 2 * kernel_height, 2 * kernel_width)
+    tokens = grid[1] * grid[2] // (kernel_height * kernel_width)
+    placeholder = config.video_token_id if video else config.image_token_id
+    input_ids = _with_placeholders(tokens, placeholder, first=2)
+    input_ids[0, 1], input_ids[0, 2 + tokens] = config.vision_start_token_id, config.vision_end_token_id
+    kind = "video" if video else "image"
+    return {"input_ids": input_ids,
+            "pixel_values_videos" if video else "pixel_values":
+                torch.ones((grid[0] * grid[1] * grid[2], 3, vision.patch_size, vision.patch_size)),
+            f"{kind}_grid_thw": torch.tensor([grid])}
+
+
+def kimi_k25_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """:func:`_kimi_k25_batch` with an image."""
+    return _kimi_k25_batch(config, model_class, video=False)
+
+
+def kimi_k25_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """:func:`_kimi_k25_batch` with a two-frame video chunk."""
+    return _kimi_k25_batch(config, model_class, video=True)
+
+
+def muse_glimmer_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One 56 x 56 image as Muse-Glimmer's processor makes it.
+
+    ``MuseGlimmerImageProcessor.patchify`` gives a ``(1, 4, 4)`` grid of flat patches, each the
+    frame repeated ``temporal_patch_size`` (2) times and laid out (temporal, channel, patch, patch),
+    as wide as the tower's ``patch_embedding`` (``patch_temporal * 3 * patch_size ** 2``). The
+    tower pixel-shuffles 2 x 2 patches (``merge_size``) into a token, so ``replace_image_token``
+    writes 4 ``<|patch|>`` placeholders between ``<|image_start|>`` and ``<|image_end|>`` (their ids
+    are the tokenizer's, not in the config: text tokens here). 4 x 4 patches fit one window of the
+    windowed layers (``pos_emb_height`` patches a side). No M-RoPE, no token types.
+    """
+    import torch
+
+    vision = config.vision_config
+    grid = (1, 2 * vision.merge_size, 2 * vision.merge_size)
+    tokens = grid[1] * grid[2] // vision.merge_size ** 2
+    width = vision.patch_temporal * 3 * vision.patch_size ** 2
+    return {"input_ids": _with_placeholders(tokens, config.image_token_id, first=2),
+            "pixel_values": torch.ones((grid[0] * grid[1] * grid[2], width)),
+            "image_grid_thw": torch.tensor([grid])}
+
+
 GRID_CLASSES = ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
                 "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
                 "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
@@ -218,10 +457,22 @@ IMAGE_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "Idefics2ForConditionalGeneration": idefics2_image_batch,
     "Idefics3ForConditionalGeneration": idefics3_image_batch,
     "SmolVLMForConditionalGeneration": idefics3_image_batch,
+    "LlavaNextForConditionalGeneration": llava_next_image_batch,
+    "LlavaOnevisionForConditionalGeneration": llava_onevision_image_batch,
+    "MllamaForConditionalGeneration": mllama_image_batch,
+    "Llama4ForConditionalGeneration": llama4_image_batch,
+    "Ernie4_5_VLMoeForConditionalGeneration": ernie_image_batch,
+    "Kimi_K25ForConditionalGeneration": kimi_k25_image_batch,
+    "MuseGlimmerForConditionalGeneration": muse_glimmer_image_batch,
     **dict.fromkeys(GRID_CLASSES, grid_image_batch),
 })
 """Classes whose image batch is known, and the batch their processor makes."""
-VIDEO_BATCHES: Mapping[str, Batch] = MappingProxyType(dict.fromkeys(GRID_CLASSES, grid_video_batch))
+VIDEO_BATCHES: Mapping[str, Batch] = MappingProxyType({
+    **dict.fromkeys(GRID_CLASSES, grid_video_batch),
+    "LlavaOnevisionForConditionalGeneration": llava_onevision_video_batch,
+    "Ernie4_5_VLMoeForConditionalGeneration": ernie_video_batch,
+    "Kimi_K25ForConditionalGeneration": kimi_k25_video_batch,
+})
 """Classes whose video batch is known."""
 
 AUDIO_BATCHES: Mapping[str, Batch] = MappingProxyType({

@@ -5,8 +5,8 @@ forward on it, its graph walked from the loss, says what the loss reaches (what 
 ``.grad`` would: tests compare the two name by name). Only widths change (hidden sizes, heads,
 head dimensions, expert widths), never a layer, expert or vocabulary count, so the names are
 exactly the full model's. Where an image's size or an audio clip's length sets only a position
-table's length and the work per forward, it is made smaller too (Gemma-3, the SigLIP and Idefics
-towers, the Whisper-style audio encoders).
+table's length and the work per forward, it is made smaller too (Gemma-3, the SigLIP, Idefics,
+Mllama and Llama-4 towers, anyres tiles, the Whisper-style audio encoders).
 """
 
 from __future__ import annotations
@@ -28,11 +28,16 @@ WIDTHS: Mapping[str, int] = {
     "head_dim": HEAD_DIM, "projection_dim": HIDDEN, "output_dim": HIDDEN,
     "vision_output_dim": HIDDEN, "projector_input_dim": HIDDEN, "projector_output_dim": HIDDEN,
     "hidden_dim": HIDDEN, "dim_head": HEAD_DIM, "encoder_hidden_size": HIDDEN, "hidden_size_per_layer_input": HEAD_DIM,
-    "max_source_positions": 100,
+    "max_source_positions": 100, "projection_hidden_size": HIDDEN,
+    "qk_rope_head_dim": HEAD_DIM, "qk_nope_head_dim": HEAD_DIM, "v_head_dim": HEAD_DIM,
+    "qk_head_dim": 2 * HEAD_DIM, "q_lora_rank": HIDDEN, "kv_lora_rank": HIDDEN // 2,
 }
 """Width keys and their tiny values, wherever they appear in the config and its sub-configs; and
 one length that sets only a position table: the Whisper-style audio encoders' (200 mel frames a
-clip instead of 3,000, still a whole 100-position window of Qwen2.5-Omni's chunked encoder)."""
+clip instead of 3,000, still a whole 100-position window of Qwen2.5-Omni's chunked encoder).
+DeepSeek-V3's attention widths (Kimi-K2.5's text model) shrink together: its config sets
+``head_dim`` from ``qk_rope_head_dim``. A list of widths (Ernie-4.5-VL's text and vision expert
+widths) shrinks element by element."""
 MROPE_TEXT_TYPES = frozenset({"qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text", "qwen2_5_omni_talker",
                               "glm4v_text", "glm4v_moe_text"})
 """Text configs whose rotary embedding splits its frequencies in (temporal, height, width)
@@ -41,16 +46,28 @@ MROPE_PROPORTIONS = (2, 3, 3)
 """The sections' proportions in the full defaults (16, 24, 24 of Qwen2-VL; 8, 12, 12 of GLM-4.1V)."""
 
 
+ERNIE_MROPE_TEXT_TYPES = frozenset({"ernie4_5_vl_moe_text"})
+"""Ernie-4.5-VL's sections are (height, width, temporal), height and width equal (their
+frequencies interleave pairwise), [22, 22, 20] of 64 in the modeling code's default."""
+PIXEL_SHUFFLED_OUTPUTS = frozenset({"muse_glimmer"})
+"""Models whose ``out_hidden_size`` is the vision width times ``merge_size`` squared (the adapter
+takes the pixel-shuffled tower output), not a free width."""
+
+
 POOLED_TOKENS_PER_SIDE = 4
 """Gemma-3 pools its tower's patch grid into ``mm_tokens_per_image`` tokens; the shrunken image is
 this many tokens a side, one pooling window of the full model's each (a 224-pixel image at patch 14
 instead of 896: 256 patches through the tower instead of 4,096, the same parameters)."""
 
 
-SMALL_IMAGE_TOWERS = frozenset({"siglip_vision_model", "idefics2_vision", "idefics3_vision", "smolvlm_vision"})
+SMALL_IMAGE_TOWERS = frozenset({"siglip_vision_model", "idefics2_vision", "idefics3_vision", "smolvlm_vision",
+                                "mllama_vision_model", "llama4_vision_model"})
 """Vision towers whose ``image_size`` sets only the length of a position table: the shrunken one
 sees an image :data:`SMALL_IMAGE_PATCHES` patches a side (PaliGemma-2 at 448 pixels would push
-1,024 patches through 27 layers, and as many tokens through the language model)."""
+1,024 patches through 27 layers, and as many tokens through the language model; Mllama's four
+padded 560-pixel tiles would push 6,432 tokens through each of its 40 tower layers). Any model with
+anyres tiling (``image_grid_pinpoints``: LLaVA-NeXT, LLaVA-OneVision) gets the smaller tile too,
+its pinpoints the same multiples of it."""
 SMALL_IMAGE_PATCHES = 8
 """Divisible by every pixel-shuffle factor of these towers' models (2 for Aya and Idefics3, 4 for SmolVLM)."""
 
@@ -61,9 +78,28 @@ def shrunken(config: PretrainedConfig) -> PretrainedConfig:
     vision = shrunk.get("vision_config") or {}
     if "mm_tokens_per_image" in shrunk:
         _smaller_pooled_image(shrunk)
-    elif vision.get("model_type") in SMALL_IMAGE_TOWERS:
-        vision["image_size"] = vision["patch_size"] * SMALL_IMAGE_PATCHES
+    elif vision.get("model_type") in SMALL_IMAGE_TOWERS or "image_grid_pinpoints" in shrunk:
+        _smaller_tiles(shrunk)
+    if shrunk.get("model_type") in PIXEL_SHUFFLED_OUTPUTS:
+        # transformers nests vision_config; nemo-automodel's class reads a flat config
+        merge = vision.get("merge_size") or shrunk["vision_downsample_factor"]
+        shrunk["out_hidden_size"] = HIDDEN * merge ** 2
+        if "vision_output_dim" in shrunk:
+            shrunk["vision_output_dim"] = shrunk["out_hidden_size"]
     return type(config).from_dict(shrunk)
+
+
+def _smaller_tiles(config: dict[str, Any]) -> None:
+    """The tower's image :data:`SMALL_IMAGE_PATCHES` patches a side; anyres pinpoints, multiples
+    of it (a 336 x 672 pinpoint is 1 x 2 tiles), stay the same multiples: the model counts a
+    pinpoint's tiles by stepping through it a tile at a time, and unpads by the tile grid."""
+    vision = config["vision_config"]
+    side = vision["patch_size"] * SMALL_IMAGE_PATCHES
+    if config.get("image_grid_pinpoints"):
+        tile = vision["image_size"]
+        config["image_grid_pinpoints"] = [[height // tile * side, width // tile * side]
+                                          for height, width in config["image_grid_pinpoints"]]
+    vision["image_size"] = side
 
 
 def _smaller_pooled_image(config: dict[str, Any]) -> None:
@@ -81,14 +117,21 @@ def _shrunk(config: Mapping[str, Any]) -> dict[str, Any]:
             shrunk[key] = _shrunk(value)
         elif key in WIDTHS and isinstance(value, int) and not isinstance(value, bool):
             shrunk[key] = WIDTHS[key]
+        elif key in WIDTHS and isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            shrunk[key] = [WIDTHS[key]] * len(value)
         elif key == "num_key_value_heads" and isinstance(value, int):
             shrunk[key] = HEADS if value >= config.get("num_attention_heads", value) else HEADS // 2
         else:
             shrunk[key] = value
+    if "intermediate_layers_indices" in shrunk:  # Mllama's tower hands on its last layer and these, side by side
+        shrunk["vision_output_dim"] = HIDDEN * (1 + len(shrunk["intermediate_layers_indices"]))
     if "pixel_shuffle_ratio" in shrunk:  # Llama-4's adapter MLP takes the shuffled patches: width / ratio squared
         shrunk["intermediate_size"] = int(HIDDEN / shrunk["pixel_shuffle_ratio"] ** 2)
     rope = shrunk.get("rope_parameters") or {}
-    if shrunk.get("model_type") in MROPE_TEXT_TYPES or "mrope_section" in rope:
+    if shrunk.get("model_type") in ERNIE_MROPE_TEXT_TYPES:
+        height_width = HEAD_DIM // 2 * 11 // 32  # the default's proportions, 22 : 22 : 20
+        shrunk["rope_parameters"] = {**rope, "mrope_section": [height_width, height_width, HEAD_DIM // 2 - 2 * height_width]}
+    elif shrunk.get("model_type") in MROPE_TEXT_TYPES or "mrope_section" in rope:
         shrunk["rope_parameters"] = {**rope, "mrope_section": _mrope_section(rope.get("partial_rotary_factor", 1.0))}
     return shrunk
 
