@@ -6,8 +6,8 @@ bundled recipes' registry configs at full size, and the method validated: for se
 the static text-only results (a forward on the meta device, and one on the shrunken config with
 constant weights that the build uses, each graph walked from the loss) equal a real forward and
 backward of the same module tree at tiny widths and random weights on the CPU, name by name (the
-parameters whose ``.grad`` stays ``None``); so do the image, video and audio probes of thirteen
-models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
+parameters whose ``.grad`` stays ``None``); so do twenty-two image, video and
+audio probes of seventeen models (a shrunken forward's graph walk), and LLaVA's full-size ``FakeTensorMode`` image result.
 """
 
 from __future__ import annotations
@@ -156,6 +156,14 @@ MIXED = {
     "Mllama cross-attention image": ("vlm_finetune/mllama/mllama_11b_vqav2.yaml", TEXT_IMAGE),
     "Ernie-4.5-VL image": ("vlm_finetune/ernie4_5_vl/ernie4_5_vl_28b_a3b_cord_v2.yaml", TEXT_IMAGE),
     "Kimi-K2.5 image": ("vlm_finetune/kimi_k25/kimi_k25_cord_v2_ep.yaml", TEXT_IMAGE),
+    "Qwen2.5-Omni image": ("audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_av_mix.yaml", TEXT_IMAGE),
+    "Qwen3-Omni audio": ("audio_finetune/qwen3_omni_moe/qwen3_omni_30b_a3b_common_voice_ep.yaml", "text+audio"),
+    "Phi-4-multimodal image": ("vlm_peft/phi4_multimodal/phi4_mm_lora_vision_cord.yaml", TEXT_IMAGE),
+    "Phi-4-multimodal audio": ("audio_finetune/phi4_multimodal/phi4_mm_librispeech.yaml", "text+audio"),
+    "Gemma-3n timm image": ("vlm_peft/gemma3n/gemma3n_lora_cauldron.yaml", TEXT_IMAGE),
+    "Gemma-3n audio": ("audio_finetune/gemma3n/gemma3n_e4b_common_voice.yaml", "text+audio"),
+    "Gemma-4 video": ("vlm_finetune/gemma4/gemma4_e2b_cauldron_ai2d.yaml", "text+video"),
+    "Gemma-4 audio": ("audio_finetune/gemma4/gemma4_e2b_librispeech.yaml", "text+audio"),
 }
 """Image, video and audio mixes probed on a shrunken config, whose graph walk is checked against a backward."""
 

@@ -116,12 +116,24 @@ def idefics3_image_batch(config: PretrainedConfig, model_class: type[nn.Module])
             "pixel_values": _square_image(config, leading=(1, 1))}
 
 
+QWEN_VISION_BOS, QWEN_VISION_EOS = 151652, 151653
+"""``<|vision_bos|>`` and ``<|vision_eos|>`` of the Qwen2.5-Omni and Qwen3-Omni tokenizers (the
+Qwen2-VL ``vision_start``/``vision_end`` ids). The 5.24 thinker configs define no such field (the
+processors take them from the tokenizer); their values do not matter to the graph, only that they
+are not placeholders."""
+
+
 def _grid_batch(config: PretrainedConfig, model_class: type[nn.Module], video: bool) -> dict[str, torch.Tensor]:
     """One 56 x 56 image (or a two-frame clip of it) as the Qwen-VL family's processors make it: a
     1 x 4 x 4 grid of patches (a temporal patch holds two frames), flattened (channels x temporal
-    patch x patch x patch), merged 2 x 2 into 4 placeholder tokens between start and end tokens."""
+    patch x patch x patch), merged 2 x 2 into 4 placeholder tokens between start and end tokens.
+    The Omni models' thinker (the module their loss comes from) takes the same layout
+    (``Qwen2_5OmniProcessor.replace_image_token``, the same in ``Qwen3OmniMoeProcessor``), and a
+    video's ``video_second_per_grid`` (``_process_videos``: temporal patch / fps, 2 by default)."""
     import torch
 
+    omni = hasattr(config, "thinker_config")
+    config = getattr(config, "thinker_config", config)
     vision = config.vision_config
     kind = "video" if video else "image"
     grid = (1, 4, 4)
@@ -137,15 +149,19 @@ def _grid_batch(config: PretrainedConfig, model_class: type[nn.Module], video: b
     # M-RoPE; 5.18 finds the placeholder tokens itself and takes no such argument.
     if "mm_token_type_ids" in inspect.signature(model_class.forward).parameters:
         batch["mm_token_type_ids"] = (input_ids == placeholder).int() * (2 if video else 1)
+    if omni and video:
+        batch["video_second_per_grid"] = torch.tensor([vision.temporal_patch_size / 2.0])
     return batch
 
 
 def _grid_tokens(config: PretrainedConfig, kind: str) -> tuple[int, int, int]:
     """(placeholder, start, end) token ids: Qwen has one vision start and end token and a
     placeholder per kind; GLM-4.1V/4.5V a start and end per kind and the image placeholder in
-    videos too (each frame is an image)."""
-    if hasattr(config, "vision_start_token_id"):
-        return getattr(config, f"{kind}_token_id"), config.vision_start_token_id, config.vision_end_token_id
+    videos too (each frame is an image). The Omni thinkers' configs in 5.24 name neither (their
+    processors take Qwen's from the tokenizer: :data:`QWEN_VISION_BOS`, :data:`QWEN_VISION_EOS`)."""
+    if hasattr(config, "vision_start_token_id") or not hasattr(config, "image_start_token_id"):
+        return (getattr(config, f"{kind}_token_id"), getattr(config, "vision_start_token_id", QWEN_VISION_BOS),
+                getattr(config, "vision_end_token_id", QWEN_VISION_EOS))
     return config.image_token_id, getattr(config, f"{kind}_start_token_id"), getattr(config, f"{kind}_end_token_id")
 
 
@@ -442,6 +458,190 @@ def muse_glimmer_image_batch(config: PretrainedConfig, model_class: type[nn.Modu
             "image_grid_thw": torch.tensor([grid])}
 
 
+def qwen3_omni_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One clip of ``2 * n_window`` mel frames (one whole chunk of Qwen3-Omni's audio encoder, 1 s at
+    the full model's 100 frames a second) as ``Qwen3OmniMoeProcessor._process_audio`` makes it:
+    ``input_features`` with a ``feature_attention_mask`` over its frames, and as many placeholder
+    tokens as ``_get_feat_extract_output_lengths`` gives (13 a whole chunk: three stride-2
+    convolutions). The settings are the thinker's, the module the loss comes from."""
+    import torch
+    from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import _get_feat_extract_output_lengths
+
+    thinker = config.thinker_config
+    audio = thinker.audio_config
+    frames = 2 * audio.n_window
+    tokens = int(_get_feat_extract_output_lengths(torch.tensor(frames), audio.n_window))
+    return {"input_ids": _with_placeholders(tokens, thinker.audio_token_id),
+            "input_features": torch.ones((1, audio.num_mel_bins, frames)),
+            "feature_attention_mask": torch.ones((1, frames), dtype=torch.long)}
+
+
+def phi4_multimodal_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One ``crop_size`` square image as ``Phi4MultimodalImageProcessor`` makes it: its global view
+    and its one HD crop stacked (``image_pixel_values`` 1 x 2 crops x C x H x W), ``image_sizes``
+    and an all-ones patch ``image_attention_mask`` per crop. Each crop's patch grid is pooled 2 x 2
+    (``Phi4MultimodalImageEmbedding.get_img_features``, a grid padded to even), and each pooled row
+    gets a separator column: ``b (b + 1)`` tokens for the global view and as many for the crop,
+    plus one between them (545 at 448 pixels, the processor's ``num_img_tokens``)."""
+    import torch
+
+    vision = config.vision_config
+    side = vision.crop_size
+    patches = side // vision.patch_size
+    pooled = (patches + patches % 2) // 2
+    tokens = 2 * pooled * (pooled + 1) + 1
+    return {"input_ids": _with_placeholders(tokens, vision.image_token_id),
+            "image_pixel_values": torch.ones((1, 2, vision.num_channels, side, side)),
+            "image_sizes": torch.tensor([[side, side]]),
+            "image_attention_mask": torch.ones((1, 2, patches, patches), dtype=torch.long)}
+
+
+PHI4_AUDIO_FRAMES = 80
+"""0.8 s of 10 ms log-mel frames: ten tokens after the audio encoder's 8-fold time reduction."""
+
+
+def phi4_multimodal_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One clip as ``Phi4MultimodalFeatureExtractor`` makes it: ``audio_input_features`` (1 x frames
+    x ``input_size`` mel bins; a lone clip gets no ``audio_attention_mask``) and ``audio_embed_sizes``,
+    the frames divided by ``time_reduction`` and then by ``downsample_rate``, each rounded up
+    (``_compute_audio_embed_size``): that many placeholder tokens. A clip with no image runs the
+    ``speech`` projection (``Phi4MultimodalFeatureEmbedding.forward``)."""
+    import torch
+
+    audio = config.audio_config
+    tokens = -(-PHI4_AUDIO_FRAMES // audio.time_reduction)
+    tokens = -(-tokens // audio.downsample_rate)
+    return {"input_ids": _with_placeholders(tokens, audio.audio_token_id),
+            "audio_input_features": torch.ones((1, PHI4_AUDIO_FRAMES, audio.input_size)),
+            "audio_embed_sizes": torch.tensor([tokens])}
+
+
+GEMMA3N_IMAGE_SIDE = 256
+"""``Gemma3nProcessor`` resizes every image to 768 x 768; the MobileNetV5 tower is a convolutional net
+with no position table and its fusion adapter brings any input to a 16 x 16 grid, so a 256-pixel
+image (whose 16 x 16 top feature map needs neither pooling nor interpolation) reaches the same
+parameters for a ninth of the tower's work (verified: the same unreached set as at 768)."""
+
+
+def gemma3n_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One image as ``Gemma3nProcessor`` makes it, at :data:`GEMMA3N_IMAGE_SIDE` pixels a side:
+    ``vision_soft_tokens_per_image`` (256) placeholder tokens between ``boi`` and ``eoi`` tokens
+    (``full_image_sequence``); the MobileNetV5 tower's multi-scale fusion adapter
+    (``MobileNetV5MultiScaleFusionAdapter``) brings its features to a 16 x 16 grid, those 256 tokens."""
+    import torch
+
+    tokens = config.vision_soft_tokens_per_image
+    input_ids = _with_placeholders(tokens, config.image_token_id, first=2)
+    input_ids[0, 1], input_ids[0, 2 + tokens] = config.boi_token_id, config.eoi_token_id
+    return {"input_ids": input_ids, "pixel_values": torch.ones((1, 3, GEMMA3N_IMAGE_SIDE, GEMMA3N_IMAGE_SIDE))}
+
+
+GEMMA3N_AUDIO_FRAMES = 64
+"""0.64 s of 10 ms log-mel frames: 16 after the two stride-2 convolutions, 4 tokens after the
+conformer's 4-fold reduction (the model pads them out to ``audio_soft_tokens_per_image``)."""
+
+
+def gemma3n_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One short clip as ``Gemma3nProcessor`` makes it: ``input_features`` (1 x frames x 128 mel
+    bins) with ``input_features_mask`` true on its frames (``Gemma3nAudioFeatureExtractor``), and
+    always ``audio_soft_tokens_per_image`` (188) placeholder tokens between ``boa`` and ``eoa``
+    tokens (``full_audio_sequence``): ``Gemma3nModel.forward`` pads the encoder's few tokens out to
+    that many with the audio embedder's last token."""
+    import torch
+
+    tokens = config.audio_soft_tokens_per_image
+    input_ids = _with_placeholders(tokens, config.audio_token_id, first=2)
+    input_ids[0, 1], input_ids[0, 2 + tokens] = config.boa_token_id, config.eoa_token_id
+    return {"input_ids": input_ids,
+            "input_features": torch.ones((1, GEMMA3N_AUDIO_FRAMES, config.audio_config.input_feat_size)),
+            "input_features_mask": torch.ones((1, GEMMA3N_AUDIO_FRAMES), dtype=torch.bool)}
+
+
+GEMMA4_PATCHES_PER_SIDE = 6
+"""A 96 x 96 image at patch 16: 36 patches, pooled 3 x 3 (``pooling_kernel_size``) into 4 soft tokens."""
+
+
+def _gemma4_patches(config: PretrainedConfig, frames: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """``frames`` images of :data:`GEMMA4_PATCHES_PER_SIDE` squared patches each, as
+    ``Gemma4ImageProcessor._preprocess`` / ``Gemma4VideoProcessor`` lay them out: flattened patches
+    (``convert_image_to_patches``, patch x patch x channels each), their (x, y) positions, then one
+    pooling window of padding patches at position (-1, -1) (``pad_along_first_dim``; the processor
+    pads to ``max_soft_tokens`` windows, 70 at least, and the tower strips them). Returns the patches,
+    the positions and the soft tokens per frame."""
+    import torch
+
+    vision = config.vision_config
+    side, window = GEMMA4_PATCHES_PER_SIDE, vision.pooling_kernel_size ** 2
+    real = side * side
+    xs, ys = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="xy")
+    positions = torch.full((frames, real + window, 2), -1, dtype=torch.long)
+    positions[:, :real] = torch.stack([xs, ys], dim=-1).reshape(real, 2)
+    patches = torch.zeros((frames, real + window, 3 * vision.patch_size ** 2))
+    patches[:, :real] = 1.0
+    return patches, positions, real // window
+
+
+def _gemma4_placeholders(config: PretrainedConfig, groups: int, tokens: int, token_id: int,
+                         kind: int) -> dict[str, torch.Tensor]:
+    """``input_ids`` with ``groups`` runs of ``tokens`` placeholders, each between ``boi``/``boa``
+    and ``eoi``/``eoa`` (a video frame's run after its timestamp text), and ``mm_token_type_ids``
+    marking them ``kind`` (``ProcessorMixin.create_mm_token_type_ids``: image 1, video 2, audio 3)."""
+    import torch
+
+    start, end = ((config.boa_token_id, config.eoa_token_index) if kind == 3
+                  else (config.boi_token_id, config.eoi_token_id))
+    run = [start, *[token_id] * tokens, end]
+    ids = [2]
+    for _ in range(groups):
+        ids += [1, 1, *run]  # "mm:ss " before a video frame; text between runs either way
+    input_ids = torch.tensor([ids + [1] * TEXT_TOKENS])
+    return {"input_ids": input_ids, "mm_token_type_ids": (input_ids == token_id).long() * kind}
+
+
+def gemma4_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One small image as ``Gemma4Processor`` makes it (:func:`_gemma4_patches`): ``pixel_values``
+    (1 x patches x patch pixels), ``image_position_ids``, and its pooled soft tokens between
+    ``boi`` and ``eoi`` (``replace_image_token``), marked in ``mm_token_type_ids``."""
+    patches, positions, tokens = _gemma4_patches(config, 1)
+    return {**_gemma4_placeholders(config, 1, tokens, config.image_token_id, kind=1),
+            "pixel_values": patches, "image_position_ids": positions}
+
+
+def gemma4_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """A two-frame clip as ``Gemma4VideoProcessor`` makes it: each frame patchified like an image
+    (:func:`_gemma4_patches`), ``pixel_values_videos`` (frames x patches x patch pixels),
+    ``video_position_ids`` and ``num_frames_per_video``; each frame's soft tokens after its timestamp
+    between ``boi`` and ``eoi`` (``Gemma4Processor.replace_video_token``)."""
+    import torch
+
+    patches, positions, tokens = _gemma4_patches(config, 2)
+    return {**_gemma4_placeholders(config, 2, tokens, config.video_token_id, kind=2),
+            "pixel_values_videos": patches, "video_position_ids": positions,
+            "num_frames_per_video": torch.tensor([2])}
+
+
+GEMMA4_MEL_BINS = 128
+"""``Gemma4AudioFeatureExtractor``'s ``feature_size``; the encoder's subsampling projection is built
+for it (``subsampling_conv_channels[0] / 4`` frequency bins after two stride-2 convolutions)."""
+GEMMA4_AUDIO_FRAMES = 64
+"""0.64 s of 10 ms log-mel frames: 16 tokens after the two stride-2 convolutions."""
+
+
+def gemma4_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One short clip as ``Gemma4Processor`` makes it: ``input_features`` (1 x frames x 128 mel
+    bins) with ``input_features_mask`` true on its frames, and one placeholder per frame left after
+    two stride-2 convolutions (``replace_audio_token``: ``(t + 2 - 3) // 2 + 1`` twice) between
+    ``boa`` and ``eoa``, marked 3 in ``mm_token_type_ids``."""
+    import torch
+
+    tokens = GEMMA4_AUDIO_FRAMES
+    for _ in range(2):
+        tokens = (tokens + 2 - 3) // 2 + 1
+    return {**_gemma4_placeholders(config, 1, tokens, config.audio_token_id, kind=3),
+            "input_features": torch.ones((1, GEMMA4_AUDIO_FRAMES, GEMMA4_MEL_BINS)),
+            "input_features_mask": torch.ones((1, GEMMA4_AUDIO_FRAMES), dtype=torch.bool)}
+
+
 GRID_CLASSES = ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
                 "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
                 "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
@@ -464,6 +664,11 @@ IMAGE_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "Ernie4_5_VLMoeForConditionalGeneration": ernie_image_batch,
     "Kimi_K25ForConditionalGeneration": kimi_k25_image_batch,
     "MuseGlimmerForConditionalGeneration": muse_glimmer_image_batch,
+    "Qwen2_5OmniForConditionalGeneration": grid_image_batch,
+    "Qwen3OmniMoeForConditionalGeneration": grid_image_batch,
+    "Phi4MultimodalForCausalLM": phi4_multimodal_image_batch,
+    "Gemma3nForConditionalGeneration": gemma3n_image_batch,
+    "Gemma4ForConditionalGeneration": gemma4_image_batch,
     **dict.fromkeys(GRID_CLASSES, grid_image_batch),
 })
 """Classes whose image batch is known, and the batch their processor makes."""
@@ -472,6 +677,9 @@ VIDEO_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "LlavaOnevisionForConditionalGeneration": llava_onevision_video_batch,
     "Ernie4_5_VLMoeForConditionalGeneration": ernie_video_batch,
     "Kimi_K25ForConditionalGeneration": kimi_k25_video_batch,
+    "Qwen2_5OmniForConditionalGeneration": grid_video_batch,
+    "Qwen3OmniMoeForConditionalGeneration": grid_video_batch,
+    "Gemma4ForConditionalGeneration": gemma4_video_batch,
 })
 """Classes whose video batch is known."""
 
@@ -480,6 +688,10 @@ AUDIO_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "Qwen2_5OmniForConditionalGeneration": whisper_audio_batch,
     "VoxtralForConditionalGeneration": voxtral_audio_batch,
     "GraniteSpeechForConditionalGeneration": granite_speech_audio_batch,
+    "Qwen3OmniMoeForConditionalGeneration": qwen3_omni_audio_batch,
+    "Phi4MultimodalForCausalLM": phi4_multimodal_audio_batch,
+    "Gemma3nForConditionalGeneration": gemma3n_audio_batch,
+    "Gemma4ForConditionalGeneration": gemma4_audio_batch,
 })
 """Classes whose audio batch is known."""
 

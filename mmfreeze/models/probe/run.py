@@ -48,6 +48,9 @@ SHRUNKEN_WEIGHT = 0.02
 """Every weight of a shrunken model: the values never matter to which parameters a loss reaches,
 only determinism does (uninitialised memory could hold anything)."""
 
+RAISES_ALIKE = "the forward raises the same error under each method tried"
+"""How a probe says the model's own code fails, not a method."""
+
 Method = Callable[[Batch], frozenset[str]]
 
 
@@ -94,14 +97,17 @@ def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
 
 
 def _probe(mix: str, batch: Batch, methods: Mapping[str, Method]) -> Probe:
+    """The first method that runs gives the probe. Two methods failing with one error stop the
+    rest: the model's own forward raises, whatever runs it (Llama-4's under transformers 5.24)."""
     failures: dict[str, str] = {}
     for method, run in methods.items():
         try:
             return Probe(mix=mix, method=method, unreached=tuple(sorted(run(batch))))
         except Exception as error:  # noqa: BLE001 - model code raises anything; the next method may pass
-            failures[method] = f"{type(error).__name__}: {first_line(error)}"
-    if len(failures) > 1 and len(set(failures.values())) == 1:  # the model's own code fails, not a method
-        return Probe(mix=mix, method="", error=f"the forward raises under every method: {next(iter(failures.values()))}")
+            why = f"{type(error).__name__}: {first_line(error)}"
+            if failures and set(failures.values()) == {why}:
+                return Probe(mix=mix, method="", error=f"{RAISES_ALIKE}: {why}")
+            failures[method] = why
     return Probe(mix=mix, method="", error="; ".join(f"{method}: {why}" for method, why in failures.items()))
 
 

@@ -29,6 +29,7 @@ WIDTHS: Mapping[str, int] = {
     "vision_output_dim": HIDDEN, "projector_input_dim": HIDDEN, "projector_output_dim": HIDDEN,
     "hidden_dim": HIDDEN, "dim_head": HEAD_DIM, "encoder_hidden_size": HIDDEN, "hidden_size_per_layer_input": HEAD_DIM,
     "max_source_positions": 100, "projection_hidden_size": HIDDEN,
+    "ext_pw_out_channel": HIDDEN, "depthwise_separable_out_channel": HIDDEN,
     "qk_rope_head_dim": HEAD_DIM, "qk_nope_head_dim": HEAD_DIM, "v_head_dim": HEAD_DIM,
     "qk_head_dim": 2 * HEAD_DIM, "q_lora_rank": HIDDEN, "kv_lora_rank": HIDDEN // 2,
 }
@@ -61,7 +62,7 @@ instead of 896: 256 patches through the tower instead of 4,096, the same paramet
 
 
 SMALL_IMAGE_TOWERS = frozenset({"siglip_vision_model", "idefics2_vision", "idefics3_vision", "smolvlm_vision",
-                                "mllama_vision_model", "llama4_vision_model"})
+                                "mllama_vision_model", "llama4_vision_model", "phi4_multimodal_vision"})
 """Vision towers whose ``image_size`` sets only the length of a position table: the shrunken one
 sees an image :data:`SMALL_IMAGE_PATCHES` patches a side (PaliGemma-2 at 448 pixels would push
 1,024 patches through 27 layers, and as many tokens through the language model; Mllama's four
@@ -100,6 +101,8 @@ def _smaller_tiles(config: dict[str, Any]) -> None:
         config["image_grid_pinpoints"] = [[height // tile * side, width // tile * side]
                                           for height, width in config["image_grid_pinpoints"]]
     vision["image_size"] = side
+    if "crop_size" in vision:  # Phi-4-multimodal cuts an image into crops of the tower's size
+        vision["crop_size"] = side
 
 
 def _smaller_pooled_image(config: dict[str, Any]) -> None:
@@ -110,10 +113,21 @@ def _smaller_pooled_image(config: dict[str, Any]) -> None:
     vision["image_size"] = vision["patch_size"] * window * POOLED_TOKENS_PER_SIDE
 
 
+TIMM_TOWERS = frozenset({"gemma3n_vision", "timm_wrapper"})
+"""Towers built by timm from an ``architecture`` name: their widths are the architecture's, not the
+config's (Gemma-3n's MobileNetV5 always puts out 2,048 channels), so their ``hidden_size`` stays;
+timm narrows them itself (``channel_multiplier``, passed through ``model_args``): every block,
+its parameter names unchanged (MobileNetV5-300M: 294M parameters to 16M)."""
+TIMM_CHANNEL_MULTIPLIER = 0.125
+
+
 def _shrunk(config: Mapping[str, Any]) -> dict[str, Any]:
     shrunk: dict[str, Any] = {}
     for key, value in config.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and value.get("model_type") in TIMM_TOWERS:
+            shrunk[key] = {**value, "model_args": {**(value.get("model_args") or {}),
+                                                   "channel_multiplier": TIMM_CHANNEL_MULTIPLIER}}
+        elif isinstance(value, Mapping):
             shrunk[key] = _shrunk(value)
         elif key in WIDTHS and isinstance(value, int) and not isinstance(value, bool):
             shrunk[key] = WIDTHS[key]
