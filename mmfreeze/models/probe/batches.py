@@ -611,12 +611,15 @@ def gemma4_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -
     """A two-frame clip as ``Gemma4VideoProcessor`` makes it: each frame patchified like an image
     (:func:`_gemma4_patches`), ``pixel_values_videos`` (frames x patches x patch pixels),
     ``video_position_ids`` and ``num_frames_per_video``; each frame's soft tokens after its timestamp
-    between ``boi`` and ``eoi`` (``Gemma4Processor.replace_video_token``)."""
+    between ``boi`` and ``eoi`` (``Gemma4Processor.replace_video_token``). transformers 5.18 takes
+    the frames behind a leading video dimension instead, and no frame count."""
     import torch
 
     patches, positions, tokens = _gemma4_patches(config, 2)
-    return {**_gemma4_placeholders(config, 2, tokens, config.video_token_id, kind=2),
-            "pixel_values_videos": patches, "video_position_ids": positions,
+    batch = _gemma4_placeholders(config, 2, tokens, config.video_token_id, kind=2)
+    if "num_frames_per_video" not in inspect.signature(model_class.forward).parameters:
+        return {**batch, "pixel_values_videos": patches[None], "video_position_ids": positions[None]}
+    return {**batch, "pixel_values_videos": patches, "video_position_ids": positions,
             "num_frames_per_video": torch.tensor([2])}
 
 
