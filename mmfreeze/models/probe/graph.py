@@ -13,18 +13,17 @@ def reached_parameters(loss: torch.Tensor) -> frozenset[int]:
     """``id`` of every tensor whose ``AccumulateGrad`` node the graph of ``loss`` holds: what a
     backward from ``loss`` would give a gradient (activation checkpointing must be off, since a
     re-entrant checkpoint hides the parameters inside it until the backward runs)."""
-    seen: set[object] = set()
-    pending = [loss.grad_fn]
+    seen = {loss.grad_fn}
+    pending = [] if loss.grad_fn is None else [loss.grad_fn]  # a loss no parameter reaches has no graph
     reached: set[int] = set()
     while pending:
         node = pending.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        variable = getattr(node, "variable", None)  # only AccumulateGrad nodes have one
-        if variable is not None:
-            reached.add(id(variable))
-        pending.extend(child for child, _ in node.next_functions)
+        if hasattr(node, "variable"):  # only AccumulateGrad nodes have one
+            reached.add(id(node.variable))
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:  # each node queued once: graphs share most subgraphs
+                seen.add(child)
+                pending.append(child)
     return frozenset(reached)
 
 
