@@ -43,6 +43,14 @@ def _with_placeholders(tokens: int, token_id: int, first: int = 1) -> torch.Tens
     return input_ids
 
 
+def _bracketed(tokens: int, token_id: int, start: int, end: int, first: int = 2) -> torch.Tensor:
+    """:func:`_with_placeholders` from position ``first``, with the ``start`` token at position 1
+    and the ``end`` token right after the placeholders: how processors mark an image or a clip."""
+    input_ids = _with_placeholders(tokens, token_id, first=first)
+    input_ids[0, 1], input_ids[0, first + tokens] = start, end
+    return input_ids
+
+
 def _square_image(config: PretrainedConfig, side: int | None = None, leading: tuple[int, ...] = (1,)) -> torch.Tensor:
     """One image ``side`` pixels a side (the tower's ``image_size`` by default) behind ``leading``
     dimensions. Its pixels are ones: Idefics drops an all-zero image as padding."""
@@ -140,8 +148,7 @@ def _grid_batch(config: PretrainedConfig, model_class: type[nn.Module], video: b
     patches = grid[0] * grid[1] * grid[2]
     tokens = patches // vision.spatial_merge_size ** 2
     placeholder, start, end = _grid_tokens(config, kind)
-    input_ids = _with_placeholders(tokens, placeholder, first=2)
-    input_ids[0, 1], input_ids[0, 2 + tokens] = start, end
+    input_ids = _bracketed(tokens, placeholder, start, end)
     width = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
     batch = {"input_ids": input_ids, "pixel_values_videos" if video else "pixel_values": torch.zeros((patches, width)),
              f"{kind}_grid_thw": torch.tensor([grid])}
@@ -349,8 +356,7 @@ def llama4_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -
     ``<|image_start|>``, ``<|image|>`` (an ordinary token to the model), the patches, ``<|image_end|>``."""
     vision = config.vision_config
     tokens = int((vision.image_size // vision.patch_size) ** 2 * vision.pixel_shuffle_ratio ** 2)
-    input_ids = _with_placeholders(tokens, config.image_token_index, first=3)
-    input_ids[0, 1], input_ids[0, 3 + tokens] = config.boi_token_index, config.eoi_token_index
+    input_ids = _bracketed(tokens, config.image_token_index, config.boi_token_index, config.eoi_token_index, first=3)
     return {"input_ids": input_ids, "pixel_values": _square_image(config)}
 
 
@@ -375,9 +381,8 @@ def _ernie_batch(config: PretrainedConfig, model_class: type[nn.Module], video: 
     patches = grid[0] * grid[1] * grid[2]
     tokens = patches // vision.spatial_merge_size ** 2 // (vision.temporal_merge_size if video else 1)
     placeholder = getattr(config, f"{kind}_token_id")
-    input_ids = _with_placeholders(tokens, placeholder, first=2)
-    input_ids[0, 1] = getattr(config, f"{kind}_start_token_id")
-    input_ids[0, 2 + tokens] = getattr(config, f"{kind}_end_token_id")
+    input_ids = _bracketed(tokens, placeholder, getattr(config, f"{kind}_start_token_id"),
+                           getattr(config, f"{kind}_end_token_id"))
     modality = 2 if video else 1
     width = vision.in_channels * vision.patch_size ** 2
     return {"input_ids": input_ids,
@@ -417,8 +422,7 @@ def _kimi_k25_batch(config: PretrainedConfig, model_class: type[nn.Module], vide
     grid = (2 if video else 1, 2 * kernel_height, 2 * kernel_width)
     tokens = grid[1] * grid[2] // (kernel_height * kernel_width)
     placeholder = config.video_token_id if video else config.image_token_id
-    input_ids = _with_placeholders(tokens, placeholder, first=2)
-    input_ids[0, 1], input_ids[0, 2 + tokens] = config.vision_start_token_id, config.vision_end_token_id
+    input_ids = _bracketed(tokens, placeholder, config.vision_start_token_id, config.vision_end_token_id)
     kind = "video" if video else "image"
     return {"input_ids": input_ids,
             "pixel_values_videos" if video else "pixel_values":
@@ -531,8 +535,7 @@ def gemma3n_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) 
     import torch
 
     tokens = config.vision_soft_tokens_per_image
-    input_ids = _with_placeholders(tokens, config.image_token_id, first=2)
-    input_ids[0, 1], input_ids[0, 2 + tokens] = config.boi_token_id, config.eoi_token_id
+    input_ids = _bracketed(tokens, config.image_token_id, config.boi_token_id, config.eoi_token_id)
     return {"input_ids": input_ids, "pixel_values": torch.ones((1, 3, GEMMA3N_IMAGE_SIDE, GEMMA3N_IMAGE_SIDE))}
 
 
@@ -550,8 +553,7 @@ def gemma3n_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) 
     import torch
 
     tokens = config.audio_soft_tokens_per_image
-    input_ids = _with_placeholders(tokens, config.audio_token_id, first=2)
-    input_ids[0, 1], input_ids[0, 2 + tokens] = config.boa_token_id, config.eoa_token_id
+    input_ids = _bracketed(tokens, config.audio_token_id, config.boa_token_id, config.eoa_token_id)
     return {"input_ids": input_ids,
             "input_features": torch.ones((1, GEMMA3N_AUDIO_FRAMES, config.audio_config.input_feat_size)),
             "input_features_mask": torch.ones((1, GEMMA3N_AUDIO_FRAMES), dtype=torch.bool)}
