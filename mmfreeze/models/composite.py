@@ -48,17 +48,14 @@ def require_framework(*, source: str) -> None:
                                     source=source, key="model._target_")
 
 
-def build_composite(base: LiveModel, drafter: LiveModel, section: DrafterSection, *, source: str) -> nn.Module:
-    """The framework's ``Gemma4WithDrafter`` over the two parts, on the meta device; what its
-    constructor rejects is a :class:`ModelBuildError` naming ``source``."""
-    import torch
-
+def build_composite(base: nn.Module, drafter: nn.Module, section: DrafterSection, *, source: str) -> nn.Module:
+    """The framework's ``Gemma4WithDrafter`` over the two parts, wherever they were built (its
+    constructor makes no tensor of its own); what it rejects is a :class:`ModelBuildError` naming ``source``."""
     from mmfreeze.models.framework_build import framework_module
 
     composite_class = framework_module(COMPOSITE_MODULE).Gemma4WithDrafter
     try:
-        with torch.device("meta"):
-            return composite_class(base.model, drafter.model, **section.arguments())
+        return composite_class(base, drafter, **section.arguments())
     except Exception as error:  # the constructor checks its parts with ValueError and assert
         raise ModelBuildError(f"nemo-automodel's Gemma4WithDrafter rejects these parts ({section.model_id} as the "
                               f"drafter): {type(error).__name__}: {first_line(error)}", source=source, key="model") from error
@@ -68,7 +65,7 @@ def composite_structure(base: LiveModel, drafter: LiveModel, section: DrafterSec
     """The composite's structure: every parameter as its part built it, and apart from that
     (``composite_frozen``) what the composite's constructor froze."""
     parts = {BASE: base.structure(), DRAFTER: drafter.structure()}  # before the constructor touches them
-    whole = structure_of(build_composite(base, drafter, section, source=source))
+    whole = structure_of(build_composite(base.model, drafter.model, section, source=source))
     built = {f"{prefix}.{info.name}": info.requires_grad for prefix, part in parts.items() for info in part.parameters}
     return replace(
         whole,

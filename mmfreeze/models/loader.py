@@ -120,8 +120,9 @@ def build_requested_model(request: ModelRequest, config: ModelConfigSource) -> n
     if drafter is not None:
         from mmfreeze.models.composite import build_composite
 
-        return build_composite(*_composite_parts(config.config, request.auto_class, drafter, source=request.source,
-                                                 build=request.build), drafter.section, source=request.source)
+        base, drafter_model = _composite_parts(config.config, request.auto_class, drafter, source=request.source,
+                                               build=request.build)
+        return build_composite(base.model, drafter_model.model, drafter.section, source=request.source)
     return build_live(config.config, request.auto_class, source=request.source, build=request.build).model
 
 
@@ -198,16 +199,23 @@ def build_structure(
     config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC,
     drafter: DrafterBuild | None = None, probe: bool = False, probed: MutableMapping[type, tuple[Probe, ...]] | None = None,
 ) -> ModelStructure:
-    """The structure of the model ``build`` makes; ``probe``: with what each data mix's loss reaches
-    (a composite is not probed). ``probed``: the probes already taken of this same config, by built
-    class: a probe is a function of the two, so a build of a class found there reuses them, and a
-    new one adds its own (recipes reach one checkpoint through several builders and Auto classes)."""
-    if drafter is not None:
-        from mmfreeze.models.composite import composite_structure
+    """The structure of the model ``build`` makes; ``probe``: with what each data mix's loss reaches.
+    ``probed``: the probes already taken of this same config, by built class: a probe is a function
+    of the two, so a build of a class found there reuses them, and a new one adds its own (recipes
+    reach one checkpoint through several builders and Auto classes). A composite's probes are its
+    own: its drafter's config and constructor arguments decide them too."""
+    from mmfreeze.models.probe.run import composite_probes, probes_of
 
-        return composite_structure(*_composite_parts(config, auto_class, drafter, source=source, build=build),
-                                   drafter.section, source=source)
-    from mmfreeze.models.probe.run import probes_of
+    if drafter is not None:
+        from mmfreeze.models.composite import build_composite, composite_structure
+
+        base, drafter_model = _composite_parts(config, auto_class, drafter, source=source, build=build)
+        structure = composite_structure(base, drafter_model, drafter.section, source=source)
+        if not probe:
+            return structure
+        return replace(structure, probes=composite_probes(
+            base.model, drafter_model.model,
+            lambda base_part, drafter_part: build_composite(base_part, drafter_part, drafter.section, source=source)))
 
     live = build_live(config, auto_class, source=source, build=build)
     structure = live.structure()  # before the probes change the model's flags and dtype

@@ -129,7 +129,7 @@ class ModelStructure:
     (:mod:`mmfreeze.models.conversion`); none for the framework's classes and composites."""
     probes: tuple[Probe, ...] = ()
     """What each data mix's loss reaches, one per mix the training forward takes (a build worker
-    probes the model it built when the request asks); none otherwise, and none for composites."""
+    probes the model it built when the request asks; a composite, its whole forward); none otherwise."""
 
     def part(self, part: StructurePart) -> ModelStructure:
         """``part`` as a model of its own: its names without the prefix, its own config facts."""

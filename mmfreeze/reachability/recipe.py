@@ -59,8 +59,6 @@ def _mix_reach(
     group_of: Callable[[str], str],
 ) -> MixReach:
     probe = probes.get(mix)
-    if not probes:
-        return MixReach(mix=mix, method="", not_probed=f"{class_name} was not probed (a composite's parts are not yet)")
     if probe is None and mix.count("+") > 1:
         return MixReach(mix=mix, method="", not_probed="a batch with several inputs is not probed yet; each input's own mix is")
     if probe is None:

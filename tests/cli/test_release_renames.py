@@ -10,9 +10,9 @@ checks the snapshots the *other* one made, with the transformers classes:
   tests/snapshots/fixtures/transformers-5.18.0 example_configs``).
 
 Both directions give the same outcomes: the Omni thinker recipes "renamed" with their exact tensor
-counts, three recipes "changed" by a probe alone, where one release's model code raises (the two
-Llama-4 recipes' text and image mixes under 5.24, the Kimi-K2.5 LoRA recipe's video mix under
-5.18), every other recipe "version only". Marked `framework` so that
+counts, four recipes "changed" by a probe alone, where one release's model code raises (the two
+Llama-4 recipes' text and image mixes and the Gemma-4 drafter composite's image mix under 5.24,
+the Kimi-K2.5 LoRA recipe's video mix under 5.18), every other recipe "version only". Marked `framework` so that
 `.ci/framework_env` runs it under 5.18.0; it needs nemo-automodel only through that environment.
 """
 
@@ -51,11 +51,15 @@ PROBE_CHANGES = {
     "example_configs/vlm_finetune/llama4/llama4_scout_chartqa_ep.yaml": LLAMA4_LOST,
     "example_configs/vlm_peft/llama4/llama4_scout_lora_docvqa.yaml": LLAMA4_LOST,
     "example_configs/vlm_peft/kimi_k25/kimi_k25_lora_docvqa.yaml": {"text+video": ("not probed", SHRUNKEN)},
+    "example_configs/vlm_finetune/gemma4_joint_drafter/gemma4_e2b_joint_drafter_medpix.yaml":
+        {"text+image": (SHRUNKEN, "not probed")},
 }
 """Recipe -> mix -> (how 5.18.0 probes it, how 5.24.0 does), where one release's model code raises:
 5.24.0's ``Llama4ForConditionalGeneration`` copies ``image_outputs`` from its language model's
-output, which has none, on every forward; 5.18.0's ``Kimi_K25Model`` splits a clip's pooled features by
-the patch count before the temporal pooling, so a clip of more than one frame never matches."""
+output, which has none, on every forward; 5.24.0's ``Gemma4TextModel`` slices the per-layer inputs
+a drafter does not have (``_maybe_slice_kv_shared_inputs``) on any sequence longer than one token;
+5.18.0's ``Kimi_K25Model`` splits a clip's pooled features by the patch count before the temporal
+pooling, so a clip of more than one frame never matches."""
 RENAMES_518_TO_524 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
                       "language_model": ("thinker.model.*", "thinker.model.language_model.*"),
                       "visual": ("thinker.visual.*", "thinker.model.visual.*")}

@@ -14,14 +14,18 @@ and keeps the names the loss does not reach in the structure (:class:`~mmfreeze.
 - at full size under ``FakeTensorMode`` first where the image path allows it (LLaVA's image mix:
   the real widths, about a second for 7B);
 - on the meta device for the text batch of every other class (text-only models, and classes with no
-  other batch yet), then with fake tensors, then shrunken.
+  other batch yet), then with fake tensors, then shrunken;
+- a composite (``Gemma4WithDrafter``) whole: the framework's own class over both parts shrunken,
+  the loss its base's logits and every drafter step's (its text mix then at full size with fake
+  tensors, so that a failure both share is known to be the model's).
 
 Every method walks the autograd graph from the loss (:mod:`~mmfreeze.models.probe.graph`): what a
 backward would leave without a gradient, without running it (tests compare the two name by name).
 The probes of one config and class are taken once per run, whatever builder or Auto class a recipe
 reaches it through (:func:`mmfreeze.models.loader.build_structure`).
 
-Each probe names the method that gave it; a mix no method could run says why. Which mixes a
+Each probe names the method that gave it; a mix no method could run says why, and where the
+model's code raised. Which mixes a
 recipe's batches carry, and what the result means for its trainable set, is
 :mod:`mmfreeze.reachability`'s (a layer above).
 """

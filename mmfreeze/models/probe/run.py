@@ -10,10 +10,12 @@ never reaches is the intersection (:mod:`mmfreeze.reachability`).
 from __future__ import annotations
 
 import logging
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
+from pathlib import PurePath
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,7 @@ from mmfreeze.models.structure import Probe
 if TYPE_CHECKING:
     import torch
     from torch import nn
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from transformers import PretrainedConfig
 
 META = "meta-device forward"
@@ -49,7 +52,8 @@ SHRUNKEN_WEIGHT = 0.02
 only determinism does (uninitialised memory could hold anything)."""
 
 RAISES_ALIKE = "the forward raises the same error under each method tried"
-"""How a probe says the model's own code fails, not a method."""
+"""How a probe says the model's own code fails, not a method: two methods failed alike on this mix,
+or on an earlier mix of the model with the error this mix's method fails with."""
 
 Method = Callable[[Batch], frozenset[str]]
 
@@ -60,17 +64,58 @@ def probes_of(model: nn.Module) -> tuple[Probe, ...]:
     model_class = type(model)
     batches = {mix: batch_for(mix, model_class) for mix in accepted_mixes(_loss_module(model))}
     text_shrunken = any(batch is not None for mix, batch in batches.items() if mix != TEXT)
-    probes = []
     shrunken_model = cache(lambda: _shrunken_model(model.config, model_class))  # built once, for every mix that needs it
+    return _probes(batches, model_class, lambda mix: _methods(mix, model, model_class, shrunken_model,
+                                                               text_shrunken=text_shrunken))
+
+
+def composite_probes(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.Module, nn.Module], nn.Module]) -> tuple[Probe, ...]:
+    """A probe per mix a composite's base takes (``Gemma4WithDrafter`` hands every input but the
+    tokens to its base), through the composite ``compose`` makes of two parts: both parts shrunken,
+    or for the text mix, when that fails, both at full size under fake tensors. ``base`` and
+    ``drafter`` are the parts built on the meta device; their configs and classes are read, nothing
+    else. The names are the composite's (``base.*``, ``drafter.*``)."""
+    base_class, drafter_class = type(base), type(drafter)
+
+    @cache
+    def shrunken_model() -> nn.Module:
+        whole = compose(_shrunken_model(base.config, base_class), _shrunken_model(drafter.config, drafter_class))
+        for parameter in whole.parameters():  # the composite's constructor froze some; a probe trains all
+            parameter.requires_grad_(True)
+        return whole
+
+    def with_fake_parts(batch: Batch) -> frozenset[str]:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        mode = FakeTensorMode(shape_env=ShapeEnv())
+        parts = build_fake_model(base.config, base_class, mode), build_fake_model(drafter.config, drafter_class, mode)
+        with mode:
+            whole = compose(*parts)
+        return on_fake_model(whole, batch, base_class, mode)
+
+    def methods(mix: str) -> Iterator[tuple[str, Method]]:
+        yield SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, base_class)
+        if mix == TEXT:  # the same failure at full size is the model's, not the shrunken config's
+            yield FAKE, with_fake_parts
+
+    return _probes({mix: batch_for(mix, base_class) for mix in accepted_mixes(base)}, base_class, methods)
+
+
+def _probes(batches: Mapping[str, Batch | None], batch_class: type[nn.Module],
+            methods: Callable[[str], Iterator[tuple[str, Method]]]) -> tuple[Probe, ...]:
+    """A probe per mix of ``batches`` (``batch_class``'s; the text mix first), each by the first of
+    ``methods(mix)`` that runs."""
+    probes = []
+    model_raises: set[str] = set()
     # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
     with warnings.catch_warnings(), quiet_transformers():
         warnings.simplefilter("ignore")
         for mix, batch in batches.items():
             if batch is None:
-                probes.append(Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {model_class.__name__} yet"))
+                probes.append(Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {batch_class.__name__} yet"))
             else:
-                methods = _methods(mix, model, model_class, shrunken_model, text_shrunken=text_shrunken)
-                probes.append(_probe(mix, batch, dict(methods)))
+                probes.append(_probe(mix, batch, dict(methods(mix)), model_raises))
     return tuple(probes)
 
 
@@ -81,7 +126,7 @@ def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
     shrunken forward runs ATen's kernels, the meta device's are Python decompositions per operation
     (Qwen2.5-VL-7B's text mix: 0.05 s against 0.45 s on meta, measured), and the graph is the same
     (tests compare both with a real backward)."""
-    on_shrunken = (SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch))
+    on_shrunken = (SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, model_class))
     fake = (FAKE, lambda batch: with_fake_tensors(model.config, model_class, batch))
     if mix != TEXT:
         if model_class.__name__ in FAKE_IMAGE_PATH:  # fake tensors pass `.item()`, meta does not
@@ -96,19 +141,37 @@ def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
         yield on_shrunken
 
 
-def _probe(mix: str, batch: Batch, methods: Mapping[str, Method]) -> Probe:
+def _probe(mix: str, batch: Batch, methods: Mapping[str, Method], model_raises: set[str]) -> Probe:
     """The first method that runs gives the probe. Two methods failing with one error stop the
-    rest: the model's own forward raises, whatever runs it (Llama-4's under transformers 5.24)."""
+    rest: the model's own forward raises, whatever runs it (Llama-4's under transformers 5.24).
+    ``model_raises`` holds the errors an earlier mix of this model found that way (a mix whose one
+    method fails alike fails in the model too), and gets this mix's."""
     failures: dict[str, str] = {}
     for method, run in methods.items():
         try:
             return Probe(mix=mix, method=method, unreached=tuple(sorted(run(batch))))
         except Exception as error:  # noqa: BLE001 - model code raises anything; the next method may pass
-            why = f"{type(error).__name__}: {first_line(error)}"
-            if failures and set(failures.values()) == {why}:
+            why = _failure(error)
+            if why in model_raises or (failures and set(failures.values()) == {why}):
+                model_raises.add(why)
                 return Probe(mix=mix, method="", error=f"{RAISES_ALIKE}: {why}")
             failures[method] = why
     return Probe(mix=mix, method="", error="; ".join(f"{method}: {why}" for method, why in failures.items()))
+
+
+def _failure(error: Exception) -> str:
+    """What a failed method says: the error and where the model's code raised it (the innermost
+    frame outside torch, whose operations raise on the caller's behalf; its file under the installed
+    packages), so a reader finds the line."""
+    frames = [(frame.f_code, _package_path(frame.f_code.co_filename)) for frame, _ in traceback.walk_tb(error.__traceback__)]
+    code, path = next(((code, path) for code, path in reversed(frames) if not path.startswith("torch/")), frames[-1])
+    return f"{type(error).__name__}: {first_line(error)} (in {code.co_qualname}, {path})"
+
+
+def _package_path(filename: str) -> str:
+    """``filename`` from its package down (``transformers/models/...``), or its name alone."""
+    parts = PurePath(filename).parts
+    return "/".join(parts[parts.index("site-packages") + 1:] if "site-packages" in parts else parts[-1:])
 
 
 def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
@@ -124,14 +187,15 @@ def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
     return unreached_names(model, loss)
 
 
-def on_shrunken_model(model: nn.Module, batch: Batch) -> frozenset[str]:
-    """``batch`` through ``model``, a shrunken config's with real tensors on the CPU
-    (:mod:`mmfreeze.models.probe.shrink`), and the graph walked from the loss. The walk gives what
-    a backward would (the parameters it leaves without a gradient) for about half the time."""
+def on_shrunken_model(model: nn.Module, batch: Batch, batch_class: type[nn.Module]) -> frozenset[str]:
+    """``batch`` (``batch_class``'s, shaped by ``model.config``) through ``model``, a shrunken
+    config's with real tensors on the CPU (:mod:`mmfreeze.models.probe.shrink`), and the graph
+    walked from the loss. The walk gives what a backward would (the parameters it leaves without a
+    gradient) for about half the time."""
     import torch
 
     with torch.enable_grad():
-        loss = _forward(model, batch(model.config, type(model)))
+        loss = _forward(model, batch(model.config, batch_class))
     return unreached_names(model, loss)
 
 
@@ -159,18 +223,24 @@ def _shrunken_model(config: PretrainedConfig, model_class: type[nn.Module]) -> n
 def with_fake_tensors(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:
     """``batch`` through ``model_class`` at full size, every tensor fake (no storage): the
     LLaVA-1.5 7B image run takes about a second and 0.8 GB."""
-    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     mode = FakeTensorMode(shape_env=ShapeEnv())
-    model = build_fake_model(config, model_class, mode)
+    return on_fake_model(build_fake_model(config, model_class, mode), batch, model_class, mode)
+
+
+def on_fake_model(model: nn.Module, batch: Batch, batch_class: type[nn.Module], mode: FakeTensorMode) -> frozenset[str]:
+    """``batch`` (``batch_class``'s, shaped by ``model.config``, made under ``mode`` so its tensors
+    are fake too) through ``model``, built under ``mode``, and the graph walked from the loss."""
+    import torch
+
     # An operation fake tensors cannot run is logged with its traceback before it raises; the
     # raise is the answer here (the next method runs), so the log is noise.
     with mode, torch.enable_grad(), _log_level("torch._subclasses.fake_tensor", logging.CRITICAL):
         for parameter in model.parameters():
             parameter.requires_grad_(True)
-        loss = _forward(model, {**batch(config, model_class), "use_cache": False})
+        loss = _forward(model, {**batch(model.config, batch_class), "use_cache": False})
     return unreached_names(model, loss)
 
 
@@ -191,5 +261,8 @@ def _loss_module(model: nn.Module) -> nn.Module:
 
 
 def _forward(model: nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
-    """The probe's loss: the sum of the logits of ``inputs`` through the module training runs."""
-    return _loss_module(model)(**inputs).logits.float().sum()
+    """The probe's loss: the sum of the logits of ``inputs`` through the module training runs, and
+    of a joint output's drafter logits (``Gemma4JointOutput``: the framework's recipe adds each
+    drafter step's loss to the base's)."""
+    output = _loss_module(model)(**inputs)
+    return sum((logits.float().sum() for logits in getattr(output, "drafter_logits", ())), output.logits.float().sum())

@@ -32,6 +32,7 @@ WIDTHS: Mapping[str, int] = {
     "ext_pw_out_channel": HIDDEN, "depthwise_separable_out_channel": HIDDEN,
     "qk_rope_head_dim": HEAD_DIM, "qk_nope_head_dim": HEAD_DIM, "v_head_dim": HEAD_DIM,
     "qk_head_dim": 2 * HEAD_DIM, "q_lora_rank": HIDDEN, "kv_lora_rank": HIDDEN // 2,
+    "backbone_hidden_size": HIDDEN,
 }
 """Width keys and their tiny values, wherever they appear in the config and its sub-configs; and
 one length that sets only a position table: the Whisper-style audio encoders' (200 mel frames a
@@ -130,7 +131,7 @@ def _shrunk(config: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, Mapping):
             shrunk[key] = _shrunk(value)
         elif key in WIDTHS and isinstance(value, int) and not isinstance(value, bool):
-            shrunk[key] = WIDTHS[key]
+            shrunk[key] = WIDTHS[key] if value else 0  # 0 switches a part off (a drafter's per-layer inputs)
         elif key in WIDTHS and isinstance(value, list) and value and all(isinstance(v, int) for v in value):
             shrunk[key] = [WIDTHS[key]] * len(value)
         elif key == "num_key_value_heads" and isinstance(value, int):
