@@ -1,9 +1,10 @@
 """Build a real model on the meta device: the one place the project does so.
 
-``with torch.device("meta"): cls._from_config(config)`` allocates no storage, runs the model's own
-``__init__`` (real module tree, real parameter names and shapes) and ties weights the way the
-checkpoint would. accelerate's ``init_empty_weights`` is avoided on purpose (slow on large configs
-and wrong tying), and so is ``no_init_weights`` (skips tying: wrong parameter counts).
+``with torch.device("meta"): cls._from_config(config)`` allocates no storage and runs the model's
+own ``__init__`` (real module tree, real parameter names and shapes). Weights are never initialised
+(:func:`constructed`: their values are never read) and are tied afterwards the way the checkpoint
+would be. accelerate's ``init_empty_weights`` is avoided on purpose (slow on large configs and wrong
+tying).
 
 The framework's own classes (:mod:`mmfreeze.models.framework_build`) are built as NeMo AutoModel
 builds them, ``model_cls(config)`` (``model_init.__init_model``), under the same meta device.
@@ -140,6 +141,20 @@ def _required_library(error: BaseException) -> str:
     return found.group(1) if found else ""
 
 
+def constructed(config: PretrainedConfig, model_class: type[nn.Module]) -> nn.Module:
+    """``model_class._from_config(config)`` wherever the caller builds (meta device, fake tensors,
+    the CPU), weights uninitialised: transformers' ``no_init_weights`` skips torch's per-module
+    initialisation and the model's ``init_weights``, and the ties ``init_weights`` would have made
+    are made after. No caller reads a weight's value, and on the meta device every Linear's init ran
+    through Python decompositions (2.7 s of CPU in a cold corpus build, measured)."""
+    from transformers.initialization import no_init_weights
+
+    with no_init_weights():
+        model = model_class._from_config(config)
+    model.tie_weights()
+    return model
+
+
 def build_fake_model(config: PretrainedConfig, model_class: type[nn.Module], mode: Any) -> nn.Module:
     """Instantiate ``model_class`` from ``config`` under ``mode``, a ``FakeTensorMode``: every tensor
     has its real shape and no storage, like on meta, and a data-dependent operation (``.item()``, a
@@ -147,7 +162,7 @@ def build_fake_model(config: PretrainedConfig, model_class: type[nn.Module], mod
     try:
         with warnings.catch_warnings(), quiet_transformers(), mode:
             warnings.simplefilter("ignore")
-            return model_class._from_config(config)
+            return constructed(config, model_class)
     except Exception as error:  # transformers raises many kinds for a bad config
         raise ModelBuildError(f"transformers could not build {model_class.__name__} with fake tensors from this "
                               f"config: {type(error).__name__}: {first_line(error)}") from error
@@ -169,7 +184,7 @@ def build_meta_model(
             with torch.device("meta"):
                 if constructor == "framework":
                     return model_class(config)
-                return model_class._from_config(config)
+                return constructed(config, model_class)
     except (ImportError, MemoryError) as error:
         raise environment_error(f"{'nemo-automodel' if constructor == 'framework' else 'transformers'} could not "
                                 f"build {model_class.__name__} on the meta device", error) from error

@@ -62,9 +62,9 @@ INDEX = "#"
 ``model.language_model.layers.#.post_attention_layernorm.* -> model.layers.#.post_attn_norm.*``."""
 
 
-def _shaped(parts: Sequence[str]) -> str:
-    """``a.3.b`` -> ``a.#.b``."""
-    return ".".join(INDEX if part.isdigit() else part for part in parts)
+def _shaped(parts: Sequence[str]) -> list[str]:
+    """The segments of ``a.3.b`` -> those of ``a.#.b``."""
+    return [INDEX if part.isdigit() else part for part in parts]
 
 
 def _indexed(rule: RenameRule) -> RenameRule:
@@ -73,7 +73,7 @@ def _indexed(rule: RenameRule) -> RenameRule:
     numbers = [part for part in checkpoint if part.isdigit()]
     if not numbers or numbers != [part for part in model if part.isdigit()]:
         return rule
-    return RenameRule(checkpoint=_shaped(checkpoint), model=_shaped(model), prefix=rule.prefix)
+    return RenameRule(checkpoint=".".join(_shaped(checkpoint)), model=".".join(_shaped(model)), prefix=rule.prefix)
 
 
 @dataclass(frozen=True)
@@ -90,26 +90,26 @@ class Renames:
         object.__setattr__(self, "rules", tuple(sorted(set(self.rules))))  # one value per set of rules
 
     @cached_property
-    def _by_checkpoint(self) -> tuple[dict[str, RenameRule], dict[str, RenameRule]]:
-        return _index(self.rules, side="checkpoint")
+    def _by_checkpoint(self) -> _Side:
+        return _Side.of(self.rules, side="checkpoint")
 
     @cached_property
-    def _by_model(self) -> tuple[dict[str, RenameRule], dict[str, RenameRule]]:
-        return _index(self.rules, side="model")
+    def _by_model(self) -> _Side:
+        return _Side.of(self.rules, side="model")
 
     def rule_from_checkpoint(self, name: str) -> RenameRule | None:
-        return _find(name, *self._by_checkpoint)[0]
+        return _find(name, self._by_checkpoint)[0]
 
     def rule_from_model(self, name: str) -> RenameRule | None:
-        return _find(name, *self._by_model)[0]
+        return _find(name, self._by_model)[0]
 
     def to_model(self, name: str) -> str:
         """The checkpoint's ``name`` as this release names it."""
-        return _rename(name, *self._by_checkpoint, to="model")
+        return _rename(name, self._by_checkpoint, to="model")
 
     def to_checkpoint(self, name: str) -> str:
         """This release's ``name`` as the checkpoint names it."""
-        return _rename(name, *self._by_model, to="checkpoint")
+        return _rename(name, self._by_model, to="checkpoint")
 
     def lines(self) -> tuple[str, ...]:
         return tuple(rule.line() for rule in self.rules)
@@ -122,28 +122,38 @@ class Renames:
         return cls(tuple(RenameRule.parse(line) for line in data["rules"]), data["source"])
 
 
-def _index(rules: Iterable[RenameRule], *, side: str) -> tuple[dict[str, RenameRule], dict[str, RenameRule]]:
-    exact = {getattr(rule, side): rule for rule in rules if not rule.prefix}
-    prefix = {getattr(rule, side): rule for rule in rules if rule.prefix}
-    return exact, prefix
+@dataclass(frozen=True)
+class _Side:
+    """One side's rules by the name they start from."""
+
+    exact: Mapping[str, RenameRule]
+    prefix: Mapping[str, RenameRule]
+    depth: int
+    """The most segments a prefix rule's side has: a name's longer heads match no prefix rule."""
+
+    @classmethod
+    def of(cls, rules: Iterable[RenameRule], *, side: str) -> _Side:
+        prefix = {getattr(rule, side): rule for rule in rules if rule.prefix}
+        return cls(exact={getattr(rule, side): rule for rule in rules if not rule.prefix}, prefix=prefix,
+                   depth=max((key.count(".") + 1 for key in prefix), default=0))
 
 
-def _find(
-    name: str, exact: Mapping[str, RenameRule], prefix: Mapping[str, RenameRule]
-) -> tuple[RenameRule | None, int]:
+def _find(name: str, side: _Side) -> tuple[RenameRule | None, int]:
     """The rule for ``name`` and how many of its segments the rule's side covers."""
     parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        for key in (".".join(parts[:end]), _shaped(parts[:end])):
-            if end == len(parts) and key in exact:
-                return exact[key], end
-            if key in prefix:
-                return prefix[key], end
+    shaped = _shaped(parts)
+    # The whole name (exact or prefix rules), then its heads no longer than the longest prefix rule.
+    for end in (len(parts), *range(min(len(parts) - 1, side.depth), 0, -1)):
+        for key in (".".join(parts[:end]), ".".join(shaped[:end])):
+            if end == len(parts) and key in side.exact:
+                return side.exact[key], end
+            if key in side.prefix:
+                return side.prefix[key], end
     return None, 0
 
 
-def _rename(name: str, exact: Mapping[str, RenameRule], prefix: Mapping[str, RenameRule], *, to: str) -> str:
-    rule, end = _find(name, exact, prefix)
+def _rename(name: str, side: _Side, *, to: str) -> str:
+    rule, end = _find(name, side)
     if rule is None:
         return name
     parts = name.split(".")

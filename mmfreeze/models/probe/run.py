@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import first_line
-from mmfreeze.models.build import build_fake_model, quiet_transformers
+from mmfreeze.models.build import build_fake_model, constructed, quiet_transformers
 from mmfreeze.models.probe.batches import TEXT, Batch, accepted_mixes, batch_for
 from mmfreeze.models.probe.graph import unreached_names
 from mmfreeze.models.probe.shrink import shrunken
@@ -203,16 +203,13 @@ def _shrunken_model(config: PretrainedConfig, model_class: type[nn.Module]) -> n
     """``model_class`` at :func:`shrunken` widths, on the CPU, every parameter trainable.
 
     Its weights are a constant, not random: only the graph is read, and random initialisation was
-    nine tenths of the build (Qwen2.5-Omni's 2.8 s against 0.2 s, measured). transformers'
-    ``no_init_weights`` skips it, and the ties it also skips are made after (tests compare the walk
-    on this model with a backward through a randomly initialised one). Buffers (position ids,
-    rotary frequencies) are computed in the modules' constructors, which it leaves alone."""
+    nine tenths of the build (Qwen2.5-Omni's 2.8 s against 0.2 s, measured), so it is skipped
+    (:func:`~mmfreeze.models.build.constructed`; tests compare the walk on this model with a
+    backward through a randomly initialised one). Buffers (position ids, rotary frequencies) are
+    computed in the modules' constructors, which it leaves alone."""
     import torch
-    from transformers.initialization import no_init_weights
 
-    with no_init_weights():
-        model = model_class._from_config(shrunken(config))
-    model.tie_weights()
+    model = constructed(shrunken(config), model_class)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.fill_(SHRUNKEN_WEIGHT)
