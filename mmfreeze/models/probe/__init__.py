@@ -15,9 +15,8 @@ and keeps the names the loss does not reach in the structure (:class:`~mmfreeze.
   the real widths, about a second for 7B);
 - on the meta device for the text batch of every other class (text-only models, and classes with no
   other batch yet), then with fake tensors, then shrunken;
-- a composite (``Gemma4WithDrafter``) whole: the framework's own class over both parts shrunken,
-  the loss its base's logits and every drafter step's (its text mix then at full size with fake
-  tensors, so that a failure both share is known to be the model's).
+- a composite (``Gemma4WithDrafter``) whole, shrunken only: the framework's own class over both
+  parts shrunken, the loss its base's logits and every drafter step's.
 
 Every method walks the autograd graph from the loss (:mod:`~mmfreeze.models.probe.graph`): what a
 backward would leave without a gradient, without running it (tests compare the two name by name).
