@@ -27,7 +27,7 @@ WIDTHS: Mapping[str, int] = {
     "num_attention_heads": HEADS, "num_heads": HEADS, "encoder_attention_heads": HEADS,
     "head_dim": HEAD_DIM, "projection_dim": HIDDEN, "output_dim": HIDDEN,
     "vision_output_dim": HIDDEN, "projector_input_dim": HIDDEN, "projector_output_dim": HIDDEN,
-    "hidden_dim": HIDDEN, "dim_head": HEAD_DIM, "encoder_hidden_size": HIDDEN, "hidden_size_per_layer_input": HEAD_DIM,
+    "hidden_dim": HIDDEN, "dim_head": HEAD_DIM, "encoder_hidden_size": HIDDEN, "hidden_size_per_layer_input": 2,
     "max_source_positions": 100, "projection_hidden_size": HIDDEN,
     "ext_pw_out_channel": HIDDEN, "depthwise_separable_out_channel": HIDDEN,
     "qk_rope_head_dim": HEAD_DIM, "qk_nope_head_dim": HEAD_DIM, "v_head_dim": HEAD_DIM,
@@ -39,7 +39,9 @@ one length that sets only a position table: the Whisper-style audio encoders' (2
 clip instead of 3,000, still a whole 100-position window of Qwen2.5-Omni's chunked encoder).
 DeepSeek-V3's attention widths (Kimi-K2.5's text model) shrink together: its config sets
 ``head_dim`` from ``qk_rope_head_dim``. A list of widths (Ernie-4.5-VL's text and vision expert
-widths) shrinks element by element."""
+widths) shrinks element by element. The Gemma-3n and Gemma-4 per-layer inputs are 2 wide: their
+table has a row per token of a 262k vocabulary and a column per layer and width (at 16 wide, 0.6 GB
+to fill for Gemma-4 E2B, measured)."""
 MROPE_TEXT_TYPES = frozenset({"qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text", "qwen2_5_omni_talker",
                               "glm4v_text", "glm4v_moe_text"})
 """Text configs whose rotary embedding splits its frequencies in (temporal, height, width)
