@@ -65,7 +65,7 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
         yield f"  {header.field}: {header.old} -> {header.new}"
     for title, _, groups in _change_sections(change):
         yield from _text_groups(title, groups, change.stored_names)
-    yield from (f"  {reach.mix}: probed by {reach.probe}" for reach in change.reach_changes if reach.probe)
+    yield from (f"  {reach.mix} probe: {reach.probe}" for reach in change.reach_changes if reach.probe)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
         yield from (f"    {group.describe()}" for group in change.renamed)
@@ -143,7 +143,7 @@ def _md_what_moved(change: RecipeChange) -> str:
     for reach in change.reach_changes:
         moved += [f"{reach.mix} {verb}: {describe_total(groups)}" for verb, groups in
                   (("newly unreachable", reach.newly_unreachable), ("reached now", reach.newly_reached)) if groups]
-        moved += [f"{reach.mix} probed by {reach.probe}"] if reach.probe else []
+        moved += [f"{reach.mix} probe: {reach.probe}"] if reach.probe else []
     if change.renamed:
         moved.append(f"renamed: {renamed_total(change.renamed)}")
     if change.header_changes:
