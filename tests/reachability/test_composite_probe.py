@@ -25,8 +25,7 @@ from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.build import build_transformers_config, resolve_model_class
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.composite import build_composite
-from mmfreeze.models.config_sources import find_model_config
-from mmfreeze.models.loader import ModelRequest, find_config, load_structure
+from mmfreeze.models.loader import ModelRequest, find_config, find_drafter, load_structure
 from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, batch_for
 from mmfreeze.models.probe.run import SHRUNKEN
 from mmfreeze.models.probe.shrink import shrunken
@@ -63,9 +62,9 @@ def real_joint_backward(steps: int, mix: str) -> frozenset[str]:
     trainable, the loss the base's logits and every drafter step's, as the framework's recipe adds them."""
     composite = request(steps)
     base_config = build_transformers_config(find_config(composite).config)
-    drafter_config = build_transformers_config(find_model_config(
-        composite.drafter.model_id, recipe_dir=composite.recipe_dir, configs_dir=composite.configs_dir,
-        source=composite.source).config)
+    drafter = find_drafter(composite)
+    assert drafter is not None
+    drafter_config = build_transformers_config(drafter.config)
     base_class = resolve_model_class(base_config, composite.auto_class)
     torch.manual_seed(0)
     small = shrunken(base_config)
