@@ -1,6 +1,6 @@
 """The CPU a cold check spends building the bundled corpus's models, one build at a time.
 
-    python benchmarks/build_cost.py             # every bundled recipe's probed structure, largest first
+    python benchmarks/build_cost.py             # every bundled recipe's structure, probed for its mixes, largest first
     python benchmarks/build_cost.py --top 10
 
 A cold `mmfreeze snapshot --check` spreads these builds (meta-device model, structure, checkpoint
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,16 +28,16 @@ def main() -> int:
     import torch
 
     from mmfreeze.exceptions import MmfreezeError
-    from mmfreeze.freeze.recipe_model import model_request
     from mmfreeze.models.batch import BuildTick, build_missing
     from mmfreeze.models.cache import StructureCache
+    from mmfreeze.reachability.recipe import probed_request
     from mmfreeze.recipes.recipe import load_recipe
 
     torch.set_num_threads(1)
     requests = []
     for path in sorted((REPO / "example_configs").rglob("*.yaml")):
         try:
-            requests.append(replace(model_request(load_recipe(path)), probe=True))
+            requests.append(probed_request(load_recipe(path)))
         except MmfreezeError:  # a recipe the snapshot run also skips
             continue
     ticks: list[BuildTick] = []

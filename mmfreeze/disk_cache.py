@@ -76,13 +76,14 @@ class DiskCache(Generic[T]):
                 return None
         return self._memory.get(key)
 
-    def put(self, key: str, value: T) -> None:
+    def put(self, key: str, value: T, *, encoded: Any = None) -> None:
+        """Store ``value``; ``encoded``: its :meth:`encode` already at hand (a worker's result), not made again."""
         self._memory[key] = value
         if self.directory is None or self.write_error is not None:
             return
         # Level 1: a tenth of level 9's time for a third more bytes (a corpus's structures: 0.02 s
         # against 0.22 s, 0.8 MB against 0.6 MB, measured), written while the workers build.
-        payload = gzip.compress(json.dumps(self.encode(value), separators=(",", ":")).encode(), compresslevel=1, mtime=0)
+        payload = gzip.compress(json.dumps(self.encode(value) if encoded is None else encoded, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
         try:
             self._write(self._path(key), payload)
         except OSError as error:

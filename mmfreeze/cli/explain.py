@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ from mmfreeze.cli.options import (
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.explain.builder import explain_builder
 from mmfreeze.explain.recipe import explain_recipe
-from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.loader import load_structure
+from mmfreeze.reachability.recipe import probed_request
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.releases import framework_rules
 
@@ -57,7 +56,7 @@ def explain(
             recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs,
             framework=framework_rules(settings.framework),
         )
-        loaded = load_structure(replace(model_request(parsed, choice), probe=True), cache, allow_network=allow_network)
+        loaded = load_structure(probed_request(parsed, choice), cache, allow_network=allow_network)
         explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)
         explanation["builder"] = explain_builder(choice, loaded, target=parsed.model.target)
     except MmfreezeError as error:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.paths import name_prefixes
@@ -19,8 +20,9 @@ class FreezePlan:
 
     rules_by_parameter: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def frozen(self) -> frozenset[str]:
+        # Cached: callers test membership per parameter (a frozen count walks every one of them).
         return frozenset(self.rules_by_parameter)
 
 

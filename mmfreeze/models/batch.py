@@ -20,15 +20,25 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import BuildSpec
 from mmfreeze.models.composite import DrafterBuild
-from mmfreeze.models.loader import ModelRequest, StructureSource, build_structure, structure_source
-from mmfreeze.models.structure import ModelStructure, Probe
+from mmfreeze.models.loader import (
+    ModelRequest,
+    StructureSource,
+    build_needed,
+    build_structure,
+    store_built,
+    structure_source,
+)
+from mmfreeze.models.structure import MixesToProbe, ModelStructure
+
+if TYPE_CHECKING:
+    from mmfreeze.models.probe.run import Prober
 
 WORKER_DIED = (
     "the worker process building this model ended abruptly (killed, for instance by the "
@@ -53,7 +63,10 @@ class BuildTick:
 @dataclass(frozen=True)
 class _Pending:
     request: ModelRequest
+    """The first request of this build (its builder, Auto class and drafter are every user's)."""
     source: StructureSource
+    probe: MixesToProbe | None
+    """What the build probes: the mixes its requests ask for that the cached entry, if any, has no probe of."""
 
 
 def default_workers() -> int:
@@ -76,12 +89,13 @@ def build_missing(
     on_built: Callable[[str], None] | None = None,
     on_tick: Callable[[BuildTick], None] | None = None,
 ) -> dict[ModelRequest, MmfreezeError]:
-    """Put every request's structure into ``cache``, building each missing one once.
+    """Put every request's structure into ``cache``, building each missing one once, with a probe
+    of every mix its requests ask for (a cached entry short of one is built again).
 
     ``on_built(key)`` runs in this process as each new structure arrives, while the workers
     build the rest; ``on_tick`` then hears of every build, failed ones included. Returns the
     requests that could not get a structure, with the error that stopped them (the others carry
-    on). Entries already in the cache are not read.
+    on). Entries already in the cache are read only for a probed request.
     """
     workers = workers or default_workers()
     errors: dict[ModelRequest, MmfreezeError] = {}
@@ -93,23 +107,29 @@ def build_missing(
         except MmfreezeError as error:
             errors[request] = error
             continue
-        if not cache.has(source.key):
-            pending.setdefault(source.key, _Pending(request, source))
+        needed, probe = build_needed(cache, source.key, request.probe)
+        if needed:
+            first = pending.get(source.key, _Pending(request, source, probe))
+            pending[source.key] = replace(first, probe=_union(first.probe, probe))
             users.setdefault(source.key, []).append(request)
             if workers > 1:
                 _forkserver()  # starts importing torch now, while the remaining requests are read
     for done, (key, outcome, seconds) in enumerate(_build_all(list(pending.values()), workers), start=1):
-        if isinstance(outcome, ModelStructure):
-            cache.put(key, outcome)
+        if isinstance(outcome, MmfreezeError):
+            errors.update((request, _for_request(outcome, request)) for request in users[key])
+            built = "failed"
+        else:
+            built = store_built(cache, key, ModelStructure.from_json(outcome), encoded=outcome).class_name
             if on_built is not None:
                 on_built(key)
-        else:
-            errors.update((request, _for_request(outcome, request)) for request in users[key])
         if on_tick is not None:
-            built = outcome.class_name if isinstance(outcome, ModelStructure) else "failed"
             on_tick(BuildTick(done=done, total=len(pending), model_id=pending[key].request.model_id,
                               built=built, seconds=seconds))
     return errors
+
+
+def _union(first: MixesToProbe | None, other: MixesToProbe | None) -> MixesToProbe | None:
+    return first if other is None else other if first is None else first | other
 
 
 def _for_request(error: MmfreezeError, request: ModelRequest) -> MmfreezeError:
@@ -117,8 +137,8 @@ def _for_request(error: MmfreezeError, request: ModelRequest) -> MmfreezeError:
     return type(error)(error.message, source=request.source, key="model")
 
 
-Built = tuple[str, ModelStructure | MmfreezeError, float]
-"""A build's key, its structure or error, and the seconds it took in its process."""
+Built = tuple[str, Mapping[str, Any] | MmfreezeError, float]
+"""A build's key, its structure (as JSON) or error, and the seconds it took in its process."""
 
 
 def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
@@ -128,9 +148,9 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     for p in pending:
         groups.setdefault(json.dumps(p.source.config.config, sort_keys=True, default=str), []).append(
             (p.source.key, p.source.config.config, p.request.auto_class, p.request.source, p.request.build,
-             p.source.drafter, p.request.probe))
+             p.source.drafter, p.probe))
     if workers <= 1:
-        yield from (_decode(outcome) for group in groups.values() for outcome in _build_group(group))
+        yield from (outcome for group in groups.values() for outcome in _build_group(group))
         return
     with ProcessPoolExecutor(
         max_workers=min(workers, len(groups)), mp_context=_forkserver(), initializer=_start_worker
@@ -138,7 +158,7 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
         futures = {pool.submit(_build_group, group): group for group in groups.values()}
         for future in as_completed(futures):
             try:
-                yield from (_decode(outcome) for outcome in future.result())
+                yield from future.result()
             except BrokenProcessPool:
                 for key, _, _, display_path, _, _, _ in futures[future]:
                     yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
@@ -166,25 +186,20 @@ def _forkserver() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _decode(outcome: tuple[str, Any, float]) -> Built:
-    key, value, seconds = outcome
-    return key, ModelStructure.from_json(value) if isinstance(value, Mapping) else value, seconds
+Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None, MixesToProbe | None]
+"""A build's key, config, Auto class, recipe (for messages), builder, composite drafter, and the mixes to probe."""
 
 
-Job = tuple[str, Mapping[str, Any], str, str, BuildSpec, DrafterBuild | None, bool]
-"""A build's key, config, Auto class, recipe (for messages), builder, composite drafter, and whether to probe."""
-
-
-def _build_group(jobs: list[Job]) -> list[tuple[str, dict[str, Any] | MmfreezeError, float]]:
-    """Worker entry point: builds of one config, in order, each class's probes taken once. Returns
+def _build_group(jobs: list[Job]) -> list[Built]:
+    """Worker entry point: builds of one config, in order, each class's mix probed once. Returns
     plain data (JSON-shaped) so nothing torch-typed crosses processes."""
-    probed: dict[type, tuple[Probe, ...]] = {}
+    probers: dict[type, Prober] = {}
     outcomes = []
     for key, config, auto_class, display_path, build, drafter, probe in jobs:
         started = time.perf_counter()
         try:
             value: dict[str, Any] | MmfreezeError = build_structure(
-                config, auto_class, source=display_path, build=build, drafter=drafter, probe=probe, probed=probed
+                config, auto_class, source=display_path, build=build, drafter=drafter, probe=probe, probers=probers
             ).to_json()
         except MmfreezeError as error:
             value = error

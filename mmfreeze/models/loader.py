@@ -16,12 +16,13 @@ from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
 from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec, builder_label, framework_class_for
-from mmfreeze.models.structure import ModelStructure, Probe, structure_of
+from mmfreeze.models.structure import MixesToProbe, ModelStructure, structure_of
 
 if TYPE_CHECKING:
     from torch import nn
 
     from mmfreeze.models.composite import DrafterBuild
+    from mmfreeze.models.probe.run import Prober
     from transformers import PretrainedConfig
 
 
@@ -43,9 +44,10 @@ class ModelRequest:
     """Which builder makes it: transformers, or the framework (:mod:`mmfreeze.models.framework`)."""
     drafter: DrafterSection | None = None
     """A composite's second model: the structure is then ``Gemma4WithDrafter``'s (:mod:`.composite`)."""
-    probe: bool = False
-    """Also probe what each data mix's loss reaches (:mod:`mmfreeze.models.probe`), as snapshots need:
-    a probed structure is its own cache entry, so a caller that needs only names does not pay for it."""
+    probe: MixesToProbe | None = None
+    """Also probe what these data mixes' losses reach (:mod:`mmfreeze.models.probe`), as snapshots
+    need: a probed structure is its own cache entry (whatever the mixes: it gains those a later request
+    asks for), so a caller that needs only names does not pay for it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +88,7 @@ def structure_source(request: ModelRequest, *, allow_network: bool = False) -> S
     material: Mapping[str, Any] = source.config if drafter is None else {
         "base": source.config, "drafter": drafter.config, "composite": drafter.section.arguments()}
     return StructureSource(config=source, drafter=drafter,
-                           key=structure_key(material, request.auto_class, request.build, probed=request.probe))
+                           key=structure_key(material, request.auto_class, request.build, probed=request.probe is not None))
 
 
 def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> DrafterBuild | None:
@@ -197,43 +199,79 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
 
 def build_structure(
     config: Mapping[str, Any], auto_class: str, *, source: str, build: BuildSpec = TRANSFORMERS_SPEC,
-    drafter: DrafterBuild | None = None, probe: bool = False, probed: MutableMapping[type, tuple[Probe, ...]] | None = None,
+    drafter: DrafterBuild | None = None, probe: MixesToProbe | None = None,
+    probers: MutableMapping[type, Prober] | None = None,
 ) -> ModelStructure:
-    """The structure of the model ``build`` makes; ``probe``: with what each data mix's loss reaches.
-    ``probed``: the probes already taken of this same config, by built class: a probe is a function
-    of the two, so a build of a class found there reuses them, and a new one adds its own (recipes
-    reach one checkpoint through several builders and Auto classes). A composite's probes are its
-    own: its drafter's config and constructor arguments decide them too."""
-    from mmfreeze.models.probe.run import composite_probes, probes_of
+    """The structure of the model ``build`` makes; ``probe``: with what those data mixes' losses
+    reach. ``probers``: the probers of this same config, by built class: a probe is a function of
+    config, class and mix, so a build of a class found there reuses its probes and shrunken model,
+    and a new one adds its own (recipes reach one checkpoint through several builders and Auto
+    classes). A composite's probes are its own: its drafter's config and constructor arguments
+    decide them too."""
+    from mmfreeze.models.probe.batches import accepted_mixes
+    from mmfreeze.models.probe.run import composite_prober, model_prober, training_mixes
 
     if drafter is not None:
         from mmfreeze.models.composite import build_composite, composite_structure
 
         base, drafter_model = _composite_parts(config, auto_class, drafter, source=source, build=build)
         structure = composite_structure(base, drafter_model, drafter.section, source=source)
-        if not probe:
+        if probe is None:
             return structure
-        return replace(structure, probes=composite_probes(
+        mixes = accepted_mixes(base.model)
+        prober = composite_prober(
             base.model, drafter_model.model,
-            lambda base_part, drafter_part: build_composite(base_part, drafter_part, drafter.section, source=source)))
+            lambda base_part, drafter_part: build_composite(base_part, drafter_part, drafter.section, source=source))
+        return replace(structure, mixes=mixes, probes=prober.probes(probe.among(mixes)))
 
     live = build_live(config, auto_class, source=source, build=build)
     structure = live.structure()  # before the probes change the model's flags and dtype
-    if not probe:
+    if probe is None:
         return structure
-    known = {} if probed is None else probed
+    known = {} if probers is None else probers
     model_class = type(live.model)
     if model_class not in known:
-        known[model_class] = probes_of(live.model)
-    return replace(structure, probes=known[model_class])
+        known[model_class] = model_prober(live.model)
+    mixes = training_mixes(live.model)
+    return replace(structure, mixes=mixes, probes=known[model_class].probes(probe.among(mixes)))
 
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:
-    """The requested model's structure, from the cache when its key is known, else built once."""
+    """The requested model's structure, from the cache when it has one with what the request needs,
+    else built once (an entry short of a mix gains its probe)."""
     found = structure_source(request, allow_network=allow_network)
+    needed, probe = build_needed(cache, found.key, request.probe)
     structure = cache.get(found.key)
-    if structure is None:
-        structure = build_structure(found.config.config, request.auto_class, source=request.source,
-                                    build=request.build, drafter=found.drafter, probe=request.probe)
-        cache.put(found.key, structure)
+    if needed or structure is None:
+        structure = store_built(cache, found.key, build_structure(
+            found.config.config, request.auto_class, source=request.source, build=request.build,
+            drafter=found.drafter, probe=probe))
     return LoadedStructure(request=request, source=found.config, structure=structure, key=found.key)
+
+
+def build_needed(cache: StructureCache, key: str, probe: MixesToProbe | None) -> tuple[bool, MixesToProbe | None]:
+    """Whether the structure ``key`` must be built for a request probing ``probe``, and what that
+    build probes: the mixes the cached entry has no probe of (whose other probes the new entry
+    keeps: :meth:`~mmfreeze.models.structure.ModelStructure.with_probes_of`), or all the request's
+    when there is no entry. An entry is read only for a probed request."""
+    if not cache.has(key):
+        return True, probe
+    if probe is None:
+        return False, None
+    entry = cache.get(key)
+    if entry is None:  # damaged or of another format: built again
+        return True, probe
+    missing = entry.unprobed(probe)
+    return bool(missing.named), missing
+
+
+def store_built(cache: StructureCache, key: str, built: ModelStructure, *, encoded: Any = None) -> ModelStructure:
+    """Put a new build of ``key`` into ``cache`` (``encoded``: its JSON, when a worker sent it so),
+    with the probes of the entry it replaces, which lacked a mix this build probed."""
+    earlier = cache.get(key) if cache.has(key) else None
+    if earlier is None:
+        cache.put(key, built, encoded=encoded)
+        return built
+    merged = built.with_probes_of(earlier)
+    cache.put(key, merged)
+    return merged

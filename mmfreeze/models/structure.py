@@ -28,8 +28,8 @@ from mmfreeze.models.renames import Renames
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 7
-"""7 added ``probes``."""
+STRUCTURE_FORMAT_VERSION = 8
+"""7 added ``probes``; 8 probes only the mixes asked for, and ``mixes`` says which the forward takes."""
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
@@ -80,6 +80,23 @@ class Probe:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class MixesToProbe:
+    """Which data mixes a probed build takes a probe of: those ``named``, or (``every``) each one
+    the model's training forward takes, for a recipe whose mix is unknown. A forward is most of a
+    cold check's cost, so mixes no recipe asks for are not probed."""
+
+    named: frozenset[str] = frozenset()
+    every: bool = False
+
+    def among(self, mixes: Iterable[str]) -> tuple[str, ...]:
+        """Those of ``mixes`` (the forward's, in order) to probe."""
+        return tuple(mix for mix in mixes if self.every or mix in self.named)
+
+    def __or__(self, other: MixesToProbe) -> MixesToProbe:
+        return MixesToProbe(named=self.named | other.named, every=self.every or other.every)
+
+
 @dataclass(frozen=True, kw_only=True)
 class StructurePart:
     """One model of a composite (``Gemma4WithDrafter``'s ``base`` and ``drafter``), as built alone."""
@@ -127,9 +144,22 @@ class ModelStructure:
     checkpoint_renames: Renames = Renames()
     """How the checkpoint's names become this model's under the transformers release that built it
     (:mod:`mmfreeze.models.conversion`); none for the framework's classes and composites."""
+    mixes: tuple[str, ...] = ()
+    """The data mixes the training forward takes, text first, when the build probed; ``()`` otherwise."""
     probes: tuple[Probe, ...] = ()
-    """What each data mix's loss reaches, one per mix the training forward takes (a build worker
-    probes the model it built when the request asks; a composite, its whole forward); none otherwise."""
+    """What the loss reaches for each mix of :attr:`mixes` some request asked for (a build worker
+    probes the model it built; a composite, its whole forward); none when the build did not probe."""
+
+    def unprobed(self, wanted: MixesToProbe) -> MixesToProbe:
+        """The mixes of :attr:`mixes` that ``wanted`` asks for and this structure holds no probe of."""
+        taken = {probe.mix for probe in self.probes}
+        return MixesToProbe(named=frozenset(mix for mix in wanted.among(self.mixes) if mix not in taken))
+
+    def with_probes_of(self, earlier: ModelStructure) -> ModelStructure:
+        """This structure (built for mixes ``earlier`` had no probe of) with ``earlier``'s probes too:
+        ``earlier`` is the cached entry of the same key, and a probe depends on the key and its mix alone."""
+        probes = {probe.mix: probe for probe in (*earlier.probes, *self.probes)}
+        return replace(self, probes=tuple(probes[mix] for mix in self.mixes if mix in probes))
 
     def part(self, part: StructurePart) -> ModelStructure:
         """``part`` as a model of its own: its names without the prefix, its own config facts."""
@@ -197,6 +227,7 @@ class ModelStructure:
             "parts": [asdict(part) for part in self.parts],
             "composite_frozen": sorted(self.composite_frozen),
             "checkpoint_renames": self.checkpoint_renames.to_json(),
+            "mixes": list(self.mixes),
             "probes": [asdict(probe) for probe in self.probes],
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
@@ -222,6 +253,7 @@ class ModelStructure:
                         for part in data["parts"]),
             composite_frozen=frozenset(data["composite_frozen"]),
             checkpoint_renames=Renames.from_json(data["checkpoint_renames"]),
+            mixes=tuple(data["mixes"]),
             probes=tuple(Probe(**{**probe, "unreached": tuple(probe["unreached"])}) for probe in data["probes"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))

@@ -2,9 +2,9 @@
 
 A trainable parameter that no path from the loss reaches gets no gradient: DDP stops with
 "Expected to have finished reduction", FSDP2 leaves its gradient ``None`` and the optimizer keeps
-no state for it. The build workers probe each model once per data mix its forward takes
-(:mod:`mmfreeze.models.probe`, every parameter trainable); here a recipe's answer is read off
-those probes:
+no state for it. The build workers probe each model once per data mix its recipes' batches carry
+(:mod:`mmfreeze.models.probe`, every parameter trainable; every mix the forward takes where a
+recipe's is unknown); here a recipe's answer is read off those probes:
 
 - :mod:`~mmfreeze.reachability.mix`: which mixes the recipe's batches carry (declared, implied by
   the dataset builder, or every plausible one, said to be unknown);

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mmfreeze.exceptions import DistributedConfigError
+from mmfreeze.models.structure import MixesToProbe
 from mmfreeze.suggest import did_you_mean
 
 MIXES_KEY = "mixes"
@@ -93,6 +94,17 @@ def recipe_mixes(document: Mapping[str, Any], plausible: Iterable[str], *, sourc
     why = f"dataset builder {target.rpartition('.')[2]}" if isinstance(target, str) else "no dataset section"
     return Mixes(tuple(plausible),
                  f"unknown, so every plausible one: {why}; declare {WHERE}", known=False)
+
+
+def mixes_to_probe(document: Mapping[str, Any]) -> MixesToProbe:
+    """What a recipe's reachability needs probed: its known mixes, or every one its model's forward
+    takes. A declaration that does not parse asks for every one: :func:`~mmfreeze.reachability.recipe.recipe_reach` reports its
+    error, naming the file and key, with the recipe's other results."""
+    try:
+        mixes = recipe_mixes(document, ())
+    except DistributedConfigError:
+        return MixesToProbe(every=True)
+    return MixesToProbe(named=frozenset(mixes.mixes)) if mixes.known else MixesToProbe(every=True)
 
 
 def mix_material(document: Mapping[str, Any]) -> list[Any]:

@@ -9,12 +9,16 @@ adapter is reached exactly when the weight it adapts is (it runs in the same for
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.models.framework import BuilderChoice
+from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.lora import adapted_weight
 from mmfreeze.models.structure import ModelStructure, Probe
-from mmfreeze.reachability.mix import Mixes, recipe_mixes
+from mmfreeze.reachability.mix import Mixes, mixes_to_probe, recipe_mixes
+from mmfreeze.recipes.recipe import Recipe
 from mmfreeze.resolver.labels import ModuleGroup, group_names
 
 
@@ -39,30 +43,37 @@ class RecipeReach:
     results: tuple[MixReach, ...]
 
 
+def probed_request(recipe: Recipe, builder: BuilderChoice | None = None) -> ModelRequest:
+    """The recipe's model request (:func:`~mmfreeze.freeze.recipe_model.model_request`), probed for
+    the mixes :func:`recipe_reach` reads."""
+    return replace(model_request(recipe, builder), probe=mixes_to_probe(recipe.document))
+
+
 def recipe_reach(
     document: Mapping[str, Any], structure: ModelStructure, frozen: Iterable[str], *,
     group_of: Callable[[str], str], source: str | None = None,
 ) -> RecipeReach:
-    """``structure`` is the trained one (adapters included, probed: every mix its forward takes),
-    ``frozen`` what the recipe freezes."""
+    """``structure`` is the trained one (adapters included, probed for the recipe's mixes:
+    :func:`~mmfreeze.reachability.mix.mixes_to_probe`), ``frozen`` what the recipe freezes."""
     probes = {probe.mix: probe for probe in structure.probes}
-    mixes = recipe_mixes(document, probes, source=source)
+    mixes = recipe_mixes(document, structure.mixes, source=source)
     trainable = {info.name for info in structure.parameters} - set(frozen)
     numel_of = {info.name: info.numel for info in structure.parameters}
     return RecipeReach(mixes=mixes, results=tuple(
-        _mix_reach(mix, probes, trainable, structure.class_name, numel_of=numel_of, group_of=group_of)
+        _mix_reach(mix, structure, probes, trainable, numel_of=numel_of, group_of=group_of)
         for mix in mixes.mixes))
 
 
 def _mix_reach(
-    mix: str, probes: Mapping[str, Probe], trainable: set[str], class_name: str, *, numel_of: Mapping[str, int],
-    group_of: Callable[[str], str],
+    mix: str, structure: ModelStructure, probes: Mapping[str, Probe], trainable: set[str], *,
+    numel_of: Mapping[str, int], group_of: Callable[[str], str],
 ) -> MixReach:
-    probe = probes.get(mix)
-    if probe is None and mix.count("+") > 1:
+    if mix.count("+") > 1:
         return MixReach(mix=mix, method="", not_probed="a batch with several inputs is not probed yet; each input's own mix is")
-    if probe is None:
-        return MixReach(mix=mix, method="", not_probed=f"{class_name}'s forward takes no {mix.partition('+')[2] or mix} input")
+    if mix not in structure.mixes:
+        return MixReach(mix=mix, method="",
+                        not_probed=f"{structure.class_name}'s forward takes no {mix.partition('+')[2] or mix} input")
+    probe = probes[mix]  # the structure was loaded for this recipe's mixes (probed_request)
     if probe.error:
         return MixReach(mix=mix, method="", not_probed=probe.error)
     unreached = set(probe.unreached)

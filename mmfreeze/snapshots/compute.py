@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
-from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
+from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, describe_build
@@ -22,7 +22,7 @@ from mmfreeze.models.loader import ModelRequest, find_config, load_structure, st
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
-from mmfreeze.reachability.recipe import recipe_reach
+from mmfreeze.reachability.recipe import probed_request, recipe_reach
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
 from mmfreeze.snapshots.grouping import grouper
@@ -63,7 +63,7 @@ class LoadingOptions:
 
     def request(self, recipe: Recipe) -> ModelRequest:
         """The recipe's model request under this run's builder, probed (a snapshot reports reachability)."""
-        return replace(model_request(recipe, self.builder), probe=True)
+        return probed_request(recipe, self.builder)
 
     def recipe(self, path: Path) -> Recipe:
         if path not in self.recipes:

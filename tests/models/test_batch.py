@@ -5,6 +5,7 @@ import json
 import pickle
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -15,6 +16,7 @@ from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.models.batch import build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import ModelRequest, load_structure
+from mmfreeze.models.structure import MixesToProbe
 from mmfreeze.recipes.recipe import load_recipe
 from tests.cli.test_explain import TINY_LLAVA
 
@@ -64,6 +66,46 @@ def test_cached_structures_are_neither_built_nor_read(tmp_path: Path, monkeypatc
     arrived: list[str] = []
     assert build_missing(requests, warm, workers=2, on_built=arrived.append) == {}
     assert to_build == [[]] and arrived == []
+
+
+TEXT, IMAGE = "text", "text+image"
+
+
+def probing(request: ModelRequest, *mixes: str) -> ModelRequest:
+    return replace(request, probe=MixesToProbe(named=frozenset(mixes)))
+
+
+def test_a_probed_build_probes_the_mixes_asked_for_and_a_cached_one_gains_those_it_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mmfreeze.models import batch
+
+    asked: list[MixesToProbe | None] = []  # what each build was asked to probe
+    real = batch._build_group
+    monkeypatch.setattr(batch, "_build_group", lambda jobs: asked.extend(job[6] for job in jobs) or real(jobs))
+    a, b = model_requests(corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt", "b.yaml": "ckpt"}))
+    cache = StructureCache(tmp_path / "cache")
+    assert build_missing([probing(a, IMAGE)], cache, workers=1) == {}
+    first = load_structure(probing(a, IMAGE), cache).structure
+    assert first.mixes == (TEXT, IMAGE) and [probe.mix for probe in first.probes] == [IMAGE]
+    assert first.probes[0].method and first.probes[0].unreached  # CLIP's last layer feeds no logit
+
+    # Two recipes of the checkpoint, one already probed for: one build, for the text mix alone.
+    assert build_missing([probing(a, IMAGE), probing(b, TEXT)], cache, workers=1) == {}
+    assert asked == [MixesToProbe(named=frozenset({IMAGE})), MixesToProbe(named=frozenset({TEXT}))]
+    warm = StructureCache(tmp_path / "cache")
+    gained = load_structure(probing(a, TEXT, IMAGE), warm).structure
+    assert [probe.mix for probe in gained.probes] == [TEXT, IMAGE] and gained.probes[1] == first.probes[0]
+
+    # Every mix its forward takes is probed now, for a recipe whose mix is unknown.
+    assert build_missing([replace(a, probe=MixesToProbe(every=True))], warm, workers=1) == {} and len(asked) == 2
+
+
+def test_a_mix_gets_the_same_probe_whichever_other_mixes_are_asked_for(tmp_path: Path) -> None:
+    [request] = model_requests(corpus(tmp_path, {"ckpt": TINY_LLAVA}, {"a.yaml": "ckpt"}))
+    every = load_structure(replace(request, probe=MixesToProbe(every=True)), StructureCache(None)).structure
+    for probe in every.probes:
+        assert load_structure(probing(request, probe.mix), StructureCache(None)).structure.probes == (probe,)
 
 
 @pytest.mark.slow

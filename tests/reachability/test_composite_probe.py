@@ -29,7 +29,7 @@ from mmfreeze.models.loader import ModelRequest, find_config, find_drafter, load
 from mmfreeze.models.probe.batches import TEXT, TEXT_IMAGE, batch_for
 from mmfreeze.models.probe.run import SHRUNKEN
 from mmfreeze.models.probe.shrink import shrunken
-from mmfreeze.models.structure import Probe
+from mmfreeze.models.structure import MixesToProbe, Probe
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.versions import installed_version
@@ -44,15 +44,16 @@ DRAFTER_RAISES = ("TypeError: 'NoneType' object is not subscriptable (in Gemma4T
                   "transformers/models/gemma4/modeling_gemma4.py)")
 
 
-def request(steps: int) -> ModelRequest:
+def request(steps: int, mix: str) -> ModelRequest:
     recipe_request = model_request(load_recipe(RECIPE))
     assert recipe_request.drafter is not None and recipe_request.drafter.num_steps == 1
-    return replace(recipe_request, probe=True, drafter=replace(recipe_request.drafter, num_steps=steps))
+    return replace(recipe_request, probe=MixesToProbe(named=frozenset({mix})),
+                   drafter=replace(recipe_request.drafter, num_steps=steps))
 
 
 def probe(steps: int, mix: str) -> Probe:
     """The probe the build worker records for the recipe's composite at ``steps`` drafter steps."""
-    structure = load_structure(request(steps), StructureCache(default_cache_dir())).structure
+    structure = load_structure(request(steps, mix), StructureCache(default_cache_dir())).structure
     return {probe.mix: probe for probe in structure.probes}[mix]
 
 
@@ -60,7 +61,7 @@ def real_joint_backward(steps: int, mix: str) -> frozenset[str]:
     """The composite's parameters a real joint forward and backward leaves without a gradient: both
     parts at shrunken widths with random weights, the framework's class over them, every parameter
     trainable, the loss the base's logits and every drafter step's, as the framework's recipe adds them."""
-    composite = request(steps)
+    composite = request(steps, mix)
     base_config = build_transformers_config(find_config(composite).config)
     drafter = find_drafter(composite)
     assert drafter is not None

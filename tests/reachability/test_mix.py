@@ -9,7 +9,8 @@ import pytest
 
 from mmfreeze.distributed.batch_contract import parse_batch_contract
 from mmfreeze.exceptions import DistributedConfigError
-from mmfreeze.reachability.mix import BUILDER_MIXES, recipe_mixes
+from mmfreeze.models.structure import MixesToProbe
+from mmfreeze.reachability.mix import BUILDER_MIXES, mixes_to_probe, recipe_mixes
 from mmfreeze.recipes.recipe import read_yaml
 from tests.conftest import EXAMPLE_CONFIGS, recipes_under
 
@@ -49,6 +50,19 @@ def test_a_malformed_declaration_is_an_error_naming_the_entry(mixes: object, key
     with pytest.raises(DistributedConfigError, match=message) as caught:
         parse_batch_contract(declaring(mixes)["distributed"]["multimodal"], source="r.yaml")
     assert caught.value.key == key
+
+
+def test_a_recipe_asks_probes_of_its_known_mixes_or_of_every_one_its_model_takes() -> None:
+    assert mixes_to_probe(declaring(["text", "text+image+audio"])) == MixesToProbe(named=frozenset({"text", "text+image+audio"}))
+    builder = {"dataset": {"_target_": "nemo_automodel.components.datasets.audio.datasets.make_cv17_dataset"}}
+    assert mixes_to_probe(builder) == MixesToProbe(named=frozenset({"text+audio"}))
+    assert mixes_to_probe({"dataset": {"_target_": "nemo_automodel.components.datasets.vlm.datasets.make_meta_dataset"}}) \
+        == MixesToProbe(every=True)
+    # A declaration that does not parse is reported by the reachability step; its build probes every mix.
+    assert mixes_to_probe(declaring(["image"])) == MixesToProbe(every=True)
+    # A forward's mixes, in order: only those asked for, and every one for a recipe of unknown mix.
+    assert MixesToProbe(named=frozenset({"text+audio", "text+image+audio"})).among(PLAUSIBLE) == ("text+audio",)
+    assert MixesToProbe(every=True).among(PLAUSIBLE) == PLAUSIBLE
 
 
 def test_the_batch_contract_takes_mixes_beside_rank_uniform() -> None:

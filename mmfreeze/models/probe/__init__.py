@@ -2,9 +2,11 @@
 
 A trainable parameter that no path from the loss reaches gets no gradient: DDP stops with
 "Expected to have finished reduction", FSDP2 leaves its gradient ``None`` and the optimizer keeps
-no state for it. Each build worker runs, on the model it just built, one forward per data mix the
-model's class has a batch for (:mod:`~mmfreeze.models.probe.batches`), every parameter trainable,
-and keeps the names the loss does not reach in the structure (:class:`~mmfreeze.models.structure.Probe`):
+no state for it. Each build worker runs, on the model it just built, one forward per data mix its
+requests ask for (:class:`~mmfreeze.models.structure.MixesToProbe`: a recipe's known mixes, or every
+mix the forward takes when a recipe's is unknown) with the class's batch for it
+(:mod:`~mmfreeze.models.probe.batches`), every parameter trainable, and keeps the names the loss
+does not reach in the structure (:class:`~mmfreeze.models.structure.Probe`):
 
 - on a shrunken config (every depth kept, tiny widths: :mod:`~mmfreeze.models.probe.shrink`) with
   real tensors on the CPU and constant weights, built once per model and shared by its mixes: image,
@@ -20,8 +22,9 @@ and keeps the names the loss does not reach in the structure (:class:`~mmfreeze.
 
 Every method walks the autograd graph from the loss (:mod:`~mmfreeze.models.probe.graph`): what a
 backward would leave without a gradient, without running it (tests compare the two name by name).
-The probes of one config and class are taken once per run, whatever builder or Auto class a recipe
-reaches it through (:func:`mmfreeze.models.loader.build_structure`).
+Each mix of one config and class is probed once per run, whatever builder or Auto class a recipe
+reaches it through (:func:`mmfreeze.models.loader.build_structure`), and a cached structure gains
+the probes a later request asks for.
 
 Each probe names the method that gave it; a mix no method could run says why, and where the
 model's code raised. Which mixes a

@@ -1,6 +1,6 @@
 """The synthetic batches a probe runs: what each class's processor makes for one input, at its real layout.
 
-A model is probed for every mix its forward takes (:func:`accepted_mixes`); where mmfreeze has no
+A model can be probed for every mix its forward takes (:func:`accepted_mixes`); where mmfreeze has no
 batch for a class, that mix's probe says so. A batch only has to take the same code path as a real one (the placeholder tokens where the
 model scatters its tower's output, the grid a windowed ViT reads); its values do not matter, since
 only the graph is read. Every builder takes the model's config and class and returns the forward's

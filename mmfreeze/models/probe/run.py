@@ -52,27 +52,66 @@ only determinism does (uninitialised memory could hold anything)."""
 
 RAISES_ALIKE = "the forward raises the same error under each method tried"
 """How a probe says the model's own code fails, not a method: two methods failed alike on this mix,
-or on an earlier mix of the model with the error this mix's method fails with."""
+or the text mix's did, with the error this mix's method fails with."""
 
 Method = Callable[[Batch], frozenset[str]]
 
 
-def probes_of(model: nn.Module) -> tuple[Probe, ...]:
-    """A probe per mix ``model``'s training forward takes. ``model`` is the build on the meta device
-    and is changed (every parameter trainable, bfloat16): take its structure first."""
+def training_mixes(model: nn.Module) -> tuple[str, ...]:
+    """The mixes ``model``'s training forward takes, text first (:data:`LOSS_MODULE`'s for the Omni models)."""
+    return accepted_mixes(_loss_module(model))
+
+
+class Prober:
+    """The probes of one model (a class built from one config), each mix's taken when first asked
+    for and kept, with the shrunken model the mixes share: recipes reach one config through several
+    builders and Auto classes, and each build asks for the mixes its recipes name.
+
+    A mix's probe depends on that mix alone (and on the text mix's, taken when a failure needs it),
+    whichever mixes are asked for and in which order: each is cached as a function of its key and mix."""
+
+    def __init__(self, batches: Mapping[str, Batch | None], batch_class: type[nn.Module],
+                 methods: Callable[[str], Iterable[tuple[str, Method]]]) -> None:
+        """``batches``: ``batch_class``'s, one per mix the forward takes; ``methods(mix)``: the methods
+        to try for a mix, in order (the first that runs gives its probe)."""
+        self._batches = batches
+        self._batch_class = batch_class
+        self._methods = methods
+        self._taken: dict[str, Probe] = {}
+
+    def probes(self, mixes: Iterable[str]) -> tuple[Probe, ...]:
+        """A probe per mix of ``mixes`` (some of those ``batches`` has)."""
+        # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
+        with warnings.catch_warnings(), quiet_transformers():
+            warnings.simplefilter("ignore")
+            return tuple(self._probe(mix) for mix in mixes)
+
+    def _probe(self, mix: str) -> Probe:
+        if mix not in self._taken:
+            batch = self._batches[mix]
+            self._taken[mix] = (
+                Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {self._batch_class.__name__} yet")
+                if batch is None else
+                _probe(mix, batch, dict(self._methods(mix)), text=None if mix == TEXT else lambda: self._probe(TEXT)))
+        return self._taken[mix]
+
+
+def model_prober(model: nn.Module) -> Prober:
+    """The prober of ``model``, the build on the meta device, for each mix of :func:`training_mixes`.
+    Probing changes ``model`` (every parameter trainable, bfloat16): take its structure first."""
     model_class = type(model)
-    batches = {mix: batch_for(mix, model_class) for mix in accepted_mixes(_loss_module(model))}
+    batches = {mix: batch_for(mix, model_class) for mix in training_mixes(model)}
     text_shrunken = any(batch is not None for mix, batch in batches.items() if mix != TEXT)
     shrunken_model = cache(lambda: _shrunken_model(model.config, model_class))  # built once, for every mix that needs it
-    return _probes(batches, model_class, lambda mix: _methods(mix, model, model_class, shrunken_model,
-                                                               text_shrunken=text_shrunken))
+    return Prober(batches, model_class, lambda mix: _methods(mix, model, model_class, shrunken_model,
+                                                             text_shrunken=text_shrunken))
 
 
-def composite_probes(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.Module, nn.Module], nn.Module]) -> tuple[Probe, ...]:
-    """A probe per mix a composite's base takes (``Gemma4WithDrafter`` hands every input but the
-    tokens to its base), through the composite ``compose`` makes of the two parts, both shrunken.
-    ``base`` and ``drafter`` are the parts built on the meta device; only their configs and classes
-    are read. The names are the composite's (``base.*``, ``drafter.*``).
+def composite_prober(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.Module, nn.Module], nn.Module]) -> Prober:
+    """The prober of a composite, for each mix its base takes (``Gemma4WithDrafter`` hands every input
+    but the tokens to its base), through the composite ``compose`` makes of the two parts, both
+    shrunken. ``base`` and ``drafter`` are the parts built on the meta device; only their configs
+    and classes are read. The names are the composite's (``base.*``, ``drafter.*``).
 
     Shrunken only: the meta device stops at the base's mask (``.item()``), and at full size under
     fake tensors the parts need widths that fit each other, which a drafter's config of transformers'
@@ -88,24 +127,7 @@ def composite_probes(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.
         return whole
 
     methods = ((SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, base_class)),)
-    return _probes({mix: batch_for(mix, base_class) for mix in accepted_mixes(base)}, base_class, lambda mix: methods)
-
-
-def _probes(batches: Mapping[str, Batch | None], batch_class: type[nn.Module],
-            methods: Callable[[str], Iterable[tuple[str, Method]]]) -> tuple[Probe, ...]:
-    """A probe per mix of ``batches`` (``batch_class``'s; the text mix first), each by the first of
-    ``methods(mix)`` that runs."""
-    probes = []
-    model_raises: set[str] = set()
-    # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
-    with warnings.catch_warnings(), quiet_transformers():
-        warnings.simplefilter("ignore")
-        for mix, batch in batches.items():
-            if batch is None:
-                probes.append(Probe(mix=mix, method="", error=f"mmfreeze has no {mix} batch for {batch_class.__name__} yet"))
-            else:
-                probes.append(_probe(mix, batch, dict(methods(mix)), model_raises))
-    return tuple(probes)
+    return Prober({mix: batch_for(mix, base_class) for mix in accepted_mixes(base)}, base_class, lambda mix: methods)
 
 
 def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
@@ -130,20 +152,20 @@ def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
         yield on_shrunken
 
 
-def _probe(mix: str, batch: Batch, methods: Mapping[str, Method], model_raises: set[str]) -> Probe:
+def _probe(mix: str, batch: Batch, methods: Mapping[str, Method], text: Callable[[], Probe] | None) -> Probe:
     """The first method that runs gives the probe. Two methods failing with one error stop the
-    rest: the model's own forward raises, whatever runs it (Llama-4's under transformers 5.24).
-    ``model_raises`` holds the errors an earlier mix of this model found that way (a mix whose one
-    method fails alike fails in the model too), and gets this mix's."""
+    rest: the model's own forward raises, whatever runs it (Llama-4's under transformers 5.24). So
+    does a method failing with the error the ``text`` mix's probe found that way (a mix tried by one
+    method alone fails in the model too); ``None`` for the text mix itself."""
     failures: dict[str, str] = {}
     for method, run in methods.items():
         try:
             return Probe(mix=mix, method=method, unreached=tuple(sorted(run(batch))))
         except Exception as error:  # noqa: BLE001 - model code raises anything; the next method may pass
             why = _failure(error)
-            if why in model_raises or (failures and set(failures.values()) == {why}):
-                model_raises.add(why)
-                return Probe(mix=mix, method="", error=f"{RAISES_ALIKE}: {why}")
+            raises = Probe(mix=mix, method="", error=f"{RAISES_ALIKE}: {why}")
+            if (failures and set(failures.values()) == {why}) or (text is not None and text().error == raises.error):
+                return raises
             failures[method] = why
     return Probe(mix=mix, method="", error="; ".join(f"{method}: {why}" for method, why in failures.items()))
 
