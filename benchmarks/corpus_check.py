@@ -18,8 +18,11 @@ Every figure is measured in this run, in fresh processes; "cold" starts with an 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -55,6 +58,24 @@ class Run:
     exit_code: int
     output: str
     peak_pss_bytes: int | None = None
+    cpu_seconds: float = 0.0
+    """User and system CPU of the whole process tree (the command, its forkserver, the build workers)."""
+
+
+def _adopt_orphans() -> None:
+    """Make this process the reaper of its descendants' orphans (Linux ``PR_SET_CHILD_SUBREAPER``):
+    the forkserver outlives the command that started it, and is then reparented here instead of to
+    init, so waiting for it adds its CPU, and that of the workers it reaped, to ``RUSAGE_CHILDREN``."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def mmfreeze(*args: str, cwd: Path, cache: Path | None, measure_memory: bool = False) -> Run:
@@ -67,33 +88,40 @@ def mmfreeze(*args: str, cwd: Path, cache: Path | None, measure_memory: bool = F
     if cache is not None:
         env["MMFREEZE_CACHE_DIR"] = str(cache)
     command = [sys.executable, "-m", "mmfreeze", *args] + (["--no-cache"] if cache is None else [])
+    _adopt_orphans()
+    cpu_before = _children_cpu()
     # Output goes to a file, not a pipe: a report larger than the pipe buffer would block the run.
     with tempfile.TemporaryFile("w+") as log:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-        watcher = TreeWatcher(process.pid, sample_pss=measure_memory)
-        watcher.start()
+        watcher = PssWatcher(process.pid) if measure_memory else None
+        if watcher is not None:
+            watcher.start()
         process.wait()  # the time is taken here, not at the watcher's next poll
         seconds = time.perf_counter() - started
-        watcher.finished.set()
-        watcher.join()
+        if watcher is not None:
+            watcher.finished.set()
+            watcher.join()
         # The forkserver outlives the command by a second or so while its interpreter shuts
-        # down; the next measurement must not share the cores with it.
-        psutil.wait_procs(list(watcher.seen.values()), timeout=30)
+        # down; the next measurement must not share the cores with it. Every process of the tree
+        # that outlives its parent is this process's child now (_adopt_orphans): reaping them all
+        # waits for the tree to be gone and counts its CPU.
+        with contextlib.suppress(ChildProcessError):
+            while True:
+                os.waitpid(-1, 0)
         log.seek(0)
-        return Run(seconds, process.returncode, log.read(), watcher.peak if measure_memory else None)
+        return Run(seconds, process.returncode, log.read(), None if watcher is None else watcher.peak,
+                   cpu_seconds=_children_cpu() - cpu_before)
 
 
-class TreeWatcher(threading.Thread):
-    """Every process of a running tree and, when sampled, the peak of its summed PSS: shared
-    library pages (copy-on-write after fork) are split between the processes that map them
-    instead of being counted once per process as RSS would."""
+class PssWatcher(threading.Thread):
+    """The peak of a running tree's summed PSS, sampled every 50 ms: shared library pages
+    (copy-on-write after fork) are split between the processes that map them instead of being
+    counted once per process as RSS would."""
 
-    def __init__(self, pid: int, *, sample_pss: bool) -> None:
+    def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.root = psutil.Process(pid)
-        self.sample_pss = sample_pss
-        self.seen: dict[int, psutil.Process] = {}
         self.peak = 0
         self.finished = threading.Event()
 
@@ -101,14 +129,10 @@ class TreeWatcher(threading.Thread):
         while not self.finished.is_set():
             try:
                 tree = [self.root, *self.root.children(recursive=True)]
-                self.seen.update((p.pid, p) for p in tree)
-                if self.sample_pss:
-                    self.peak = max(self.peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
+                self.peak = max(self.peak, sum(p.memory_full_info().pss for p in tree if p.is_running()))
             except psutil.Error:
                 pass  # a process of the tree ended between listing and reading
-            # Sampling reads smaps every 50 ms; a timed run is only listed, rarely, so the
-            # watcher takes next to no CPU from it.
-            self.finished.wait(0.05 if self.sample_pss else 0.25)
+            self.finished.wait(0.05)
 
 
 def median(items: list[T], key: Callable[[T], float]) -> T:
