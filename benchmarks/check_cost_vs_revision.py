@@ -64,15 +64,11 @@ def main() -> int:
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False)
     for label, pairs in runs.items():
-        print(f"{label}: " + "; ".join(
-            f"{kind} {statistics.median(seconds):.2f}s wall (runs {', '.join(f'{x:.2f}' for x in seconds)}), "
-            f"{statistics.median(cpu):.2f}s CPU (runs {', '.join(f'{x:.2f}' for x in cpu)})"
-            for kind, seconds, cpu in _kinds(pairs)) + f"; exit codes {sorted({run.exit_code for pair in pairs for run in pair})}")
+        kinds = "; ".join(f"{kind} {_runs(seconds, 's wall')}, {_runs(cpu, 's CPU')}" for kind, seconds, cpu in _kinds(pairs))
+        print(f"{label}: {kinds}; exit codes {sorted({run.exit_code for pair in pairs for run in pair})}")
     for (kind, new_wall, new_cpu), (_, old_wall, old_cpu) in zip(_kinds(runs["this checkout"]), _kinds(runs[args.revision])):
-        print(f"{kind}: {statistics.median(new_wall) / statistics.median(old_wall):.2f}x of {args.revision} in wall time "
-              f"(median of the {len(new_wall)} interleaved runs' own ratios: {_median_ratio(new_wall, old_wall):.2f}x), "
-              f"{statistics.median(new_cpu) / statistics.median(old_cpu):.2f}x in CPU time "
-              f"(median of ratios {_median_ratio(new_cpu, old_cpu):.2f}x)")
+        print(f"{kind}: {_ratios(new_wall, old_wall)} of {args.revision} in wall time, "
+              f"{_ratios(new_cpu, old_cpu)} in CPU time")
     return 0
 
 
@@ -82,10 +78,16 @@ def _kinds(pairs: list[tuple[Run, Run]]) -> list[tuple[str, list[float], list[fl
             for index, kind in enumerate(("cold", "warm"))]
 
 
-def _median_ratio(new: list[float], old: list[float]) -> float:
-    """The median of each repeat's ratio: runs a few seconds apart share the machine's state, which
-    drifts over minutes on this shared host more than the budget's margin."""
-    return statistics.median(n / o for n, o in zip(new, old))
+def _runs(values: list[float], unit: str) -> str:
+    return f"{statistics.median(values):.2f}{unit} (runs {', '.join(f'{value:.2f}' for value in values)})"
+
+
+def _ratios(new: list[float], old: list[float]) -> str:
+    """The ratio of the medians, and the median of each repeat's own ratio: runs a few seconds apart
+    share the machine's state, which drifts over minutes on this shared host more than a budget's margin."""
+    own = statistics.median(n / o for n, o in zip(new, old))
+    return f"{statistics.median(new) / statistics.median(old):.2f}x (median of the {len(new)} repeats' own ratios: {own:.2f}x)"
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

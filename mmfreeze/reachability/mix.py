@@ -98,8 +98,8 @@ def recipe_mixes(document: Mapping[str, Any], plausible: Iterable[str], *, sourc
 
 def mixes_to_probe(document: Mapping[str, Any]) -> MixesToProbe:
     """What a recipe's reachability needs probed: its known mixes, or every one its model's forward
-    takes. A declaration that does not parse asks for every one: :func:`~mmfreeze.reachability.recipe.recipe_reach` reports its
-    error, naming the file and key, with the recipe's other results."""
+    takes. A declaration that does not parse asks for every one: the reachability step
+    (:func:`~mmfreeze.reachability.recipe.recipe_reach`) reports its error, naming the file and key."""
     try:
         mixes = recipe_mixes(document, ())
     except DistributedConfigError:
