@@ -50,6 +50,9 @@ SHRUNKEN_WEIGHT = 0.02
 """Every weight of a shrunken model: the values never matter to which parameters a loss reaches,
 only determinism does (uninitialised memory could hold anything)."""
 
+HEAD_ROWS = 1
+"""Vocabulary rows a shrunken model's output head computes (:func:`_narrow_head`)."""
+
 RAISES_ALIKE = "the forward raises the same error under each method tried"
 """How a probe says the model's own code fails, not a method: two methods failed alike on this mix,
 or the text mix's did, with the error this mix's method fails with."""
@@ -225,7 +228,26 @@ def _shrunken_model(config: PretrainedConfig, model_class: type[nn.Module]) -> n
         for parameter in model.parameters():
             parameter.fill_(SHRUNKEN_WEIGHT)
             parameter.requires_grad_(True)
+    _narrow_head(model)
     return model
+
+
+def _narrow_head(model: nn.Module) -> None:
+    """Make the output head of ``model``'s loss module, where it is a plain ``nn.Linear`` over the
+    vocabulary, compute its first :data:`HEAD_ROWS` logits only (through a slice of the same weight).
+
+    The graph from the loss is the same but for its width: every logit is one row of that weight
+    applied to the same hidden state, and elementwise steps after it (soft-capping) keep that, so
+    the loss reaches the same parameters. A shrunken config keeps the real vocabulary (special
+    token ids sit at its end), and over it the head and Gemma's soft-capping of every position's
+    logits were most of a forward: Gemma-3n's image mix 0.8 s of 1.2 s, profiled."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    head = getattr(_loss_module(model), "get_output_embeddings", lambda: None)()
+    if type(head) is nn.Linear:
+        head.forward = lambda hidden: F.linear(
+            hidden, head.weight[:HEAD_ROWS], None if head.bias is None else head.bias[:HEAD_ROWS])
 
 
 def with_fake_tensors(config: PretrainedConfig, model_class: type[nn.Module], batch: Batch) -> frozenset[str]:
