@@ -62,15 +62,16 @@ class Run:
     """User and system CPU of the whole process tree (the command, its forkserver, the build workers)."""
 
 
+PR_SET_CHILD_SUBREAPER = 36
+"""``prctl`` option (linux/prctl.h)."""
+
+
 def _adopt_orphans() -> None:
     """Make this process the reaper of its descendants' orphans (Linux ``PR_SET_CHILD_SUBREAPER``):
     the forkserver outlives the command that started it, and is then reparented here instead of to
     init, so waiting for it adds its CPU, and that of the workers it reaped, to ``RUSAGE_CHILDREN``."""
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
-
-
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def _children_cpu() -> float:

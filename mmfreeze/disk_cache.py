@@ -83,7 +83,8 @@ class DiskCache(Generic[T]):
             return
         # Level 1: a tenth of level 9's time for a third more bytes (a corpus's structures: 0.02 s
         # against 0.22 s, 0.8 MB against 0.6 MB, measured), written while the workers build.
-        payload = gzip.compress(json.dumps(self.encode(value) if encoded is None else encoded, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
+        data = self.encode(value) if encoded is None else encoded
+        payload = gzip.compress(json.dumps(data, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
         try:
             self._write(self._path(key), payload)
         except OSError as error:
