@@ -208,8 +208,7 @@ def build_structure(
     and a new one adds its own (recipes reach one checkpoint through several builders and Auto
     classes). A composite's probes are its own: its drafter's config and constructor arguments
     decide them too."""
-    from mmfreeze.models.probe.batches import accepted_mixes
-    from mmfreeze.models.probe.run import composite_prober, model_prober, training_mixes
+    from mmfreeze.models.probe.run import composite_prober, model_prober
 
     if drafter is not None:
         from mmfreeze.models.composite import build_composite, composite_structure
@@ -218,11 +217,10 @@ def build_structure(
         structure = composite_structure(base, drafter_model, drafter.section, source=source)
         if probe is None:
             return structure
-        mixes = accepted_mixes(base.model)
         prober = composite_prober(
             base.model, drafter_model.model,
             lambda base_part, drafter_part: build_composite(base_part, drafter_part, drafter.section, source=source))
-        return replace(structure, mixes=mixes, probes=prober.probes(probe.among(mixes)))
+        return replace(structure, mixes=prober.mixes, probes=prober.probes(probe.among(prober.mixes)))
 
     live = build_live(config, auto_class, source=source, build=build)
     structure = live.structure()  # before the probes change the model's flags and dtype
@@ -232,8 +230,8 @@ def build_structure(
     model_class = type(live.model)
     if model_class not in known:
         known[model_class] = model_prober(live.model)
-    mixes = training_mixes(live.model)
-    return replace(structure, mixes=mixes, probes=known[model_class].probes(probe.among(mixes)))
+    prober = known[model_class]
+    return replace(structure, mixes=prober.mixes, probes=prober.probes(probe.among(prober.mixes)))
 
 
 def load_structure(request: ModelRequest, cache: StructureCache, *, allow_network: bool = False) -> LoadedStructure:

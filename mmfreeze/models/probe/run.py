@@ -60,11 +60,6 @@ or the text mix's did, with the error this mix's method fails with."""
 Method = Callable[[Batch], frozenset[str]]
 
 
-def training_mixes(model: nn.Module) -> tuple[str, ...]:
-    """The mixes ``model``'s training forward takes, text first (:data:`LOSS_MODULE`'s for the Omni models)."""
-    return accepted_mixes(_loss_module(model))
-
-
 class Prober:
     """The probes of one model (a class built from one config), each mix's taken when first asked
     for and kept, with the shrunken model the mixes share: recipes reach one config through several
@@ -82,8 +77,13 @@ class Prober:
         self._methods = methods
         self._taken: dict[str, Probe] = {}
 
+    @property
+    def mixes(self) -> tuple[str, ...]:
+        """The mixes the forward takes, text first."""
+        return tuple(self._batches)
+
     def probes(self, mixes: Iterable[str]) -> tuple[Probe, ...]:
-        """A probe per mix of ``mixes`` (some of those ``batches`` has)."""
+        """A probe per mix of ``mixes`` (some of :attr:`mixes`)."""
         # A forward warns about training matters (deprecated arguments, slow reference kernels): noise here.
         with warnings.catch_warnings(), quiet_transformers():
             warnings.simplefilter("ignore")
@@ -100,10 +100,11 @@ class Prober:
 
 
 def model_prober(model: nn.Module) -> Prober:
-    """The prober of ``model``, the build on the meta device, for each mix of :func:`training_mixes`.
-    Probing changes ``model`` (every parameter trainable, bfloat16): take its structure first."""
+    """The prober of ``model``, the build on the meta device, for each mix its training forward takes
+    (:data:`LOSS_MODULE`'s for the Omni models). Probing changes ``model`` (every parameter
+    trainable, bfloat16): take its structure first."""
     model_class = type(model)
-    batches = {mix: batch_for(mix, model_class) for mix in training_mixes(model)}
+    batches = {mix: batch_for(mix, model_class) for mix in accepted_mixes(_loss_module(model))}
     text_shrunken = any(batch is not None for mix, batch in batches.items() if mix != TEXT)
     shrunken_model = cache(lambda: _shrunken_model(model.config, model_class))  # built once, for every mix that needs it
     return Prober(batches, model_class, lambda mix: _methods(mix, model, model_class, shrunken_model,
