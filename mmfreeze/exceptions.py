@@ -97,6 +97,15 @@ class NoNewVocabularyEquivalent(MigrationError):
     what PEFT or the model froze): it stays as it is, which snapshots and the integration support."""
 
 
+class NotNativelyExpressible(MigrationError):
+    """The release's own `freeze_config` cannot state a frozen set (a parameter on the model's root
+    that must change, a tied weight shared across modules): the recipe keeps the runtime integration."""
+
+
+class CompiledSectionError(MmfreezeError):
+    """A recipe's compiled `freeze_config` or rates are not what its `mmfreeze:` source compiles to."""
+
+
 class SnapshotError(MmfreezeError):
     """Snapshot files are unreadable or inconsistent."""
 

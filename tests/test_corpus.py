@@ -20,9 +20,10 @@ ALLOWED_TARGETS = {
     "nemo_automodel.NeMoAutoModelForImageTextToText.from_config",
     "nemo_automodel.NeMoAutoModelForMultimodalLM.from_pretrained",
     "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained",
-    "transformers.AutoModelForImageTextToText.from_pretrained",
-    "transformers.AutoModelForMultimodalLM.from_pretrained",
 }
+"""The framework's own targets only: nemo-automodel 0.7.0's VLM recipe refuses a
+``transformers.AutoModelFor*`` one (checked against the framework in
+tests/nemo/test_corpus_launchable.py)."""
 PROVENANCES = {"checkpoint", "partial", "transformers-default", "framework-default"}
 LEGACY_KEYS = {
     "freeze_vision_tower",
@@ -96,6 +97,14 @@ def test_every_target_is_allowed():
         if s.get("_target_") not in ALLOWED_TARGETS
     }
     assert not bad
+
+
+def test_every_recipe_names_its_recipe_class():
+    """The ``automodel`` command requires a top-level ``recipe:`` (what it names is checked against
+    the framework in tests/nemo/test_corpus_launchable.py)."""
+    missing = [p.relative_to(CORPUS).as_posix() for p, doc in RECIPES.items()
+               if not isinstance(doc.get("recipe"), str) or not doc["recipe"].strip()]
+    assert not missing
 
 
 def test_shipped_corpus_is_migrated_to_the_new_vocabulary():

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from mmfreeze.models.framework import choose_builder
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
@@ -53,7 +54,8 @@ def migrate(
     settings = repository_settings(paths, configs=configs, allow_targets=allow_targets)
     try:
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
-                                 allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework))
+                                 allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
+                                 builder=choose_builder(settings.builder, settings.builder_fallback))
         files = _recipes_and_sources(find_migratable(paths), recipe_finder(settings))
     except MmfreezeError as error:
         report_error(error)

@@ -60,7 +60,7 @@ def explain_recipe(
 
 def explain_native(recipe: Recipe, vocabulary: str) -> dict[str, Any]:
     """Whether nemo-automodel 0.7 runs the recipe as it is or needs ``mmfreeze.nemo``, and why."""
-    support = native_support(recipe.document)
+    support = native_support(recipe.framework_document)
     needs = support.verdict == "needs the integration"
     return {
         "verdict": support.verdict,

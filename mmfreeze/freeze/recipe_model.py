@@ -21,18 +21,42 @@ from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, display_path, read_model_id
 
 if TYPE_CHECKING:
+    from mmfreeze.freeze.compiled import CompileTarget
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.recipes.compiled import CompiledSections
     from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.structure import ModelStructure
     from mmfreeze.resolver.inventory import ResolvedInventory
 
 
-def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult:
+def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None) -> FrozenSetResult:
     """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
     `multimodal` overrides through the engine (the snapshot's set). Its optimizer's
     `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
-    their selectors are resolved on the trained model, with the recipe's overrides."""
+    their selectors are resolved on the trained model, with the recipe's overrides. A recipe with
+    compiled sections must hold what its source compiles to on ``target`` (this run's release,
+    transformers and builder): :func:`mmfreeze.freeze.compiled.check_compiled`."""
+    result, sections = _frozen_and_compiled(recipe, structure, target=target, compile_=recipe.compiled is not None)
+    if recipe.compiled is not None and sections is not None and target is not None:
+        from mmfreeze.freeze.compiled import check_compiled
+
+        check_compiled(recipe.compiled, sections, target=target, source=recipe.display_path)
+    return result
+
+
+def compiled_sections(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget) -> CompiledSections:
+    """What ``recipe``'s source compiles to for ``target``'s release, proven on ``structure``
+    (built by ``target``'s builder), as `migrate` writes it."""
+    _, sections = _frozen_and_compiled(recipe, structure, target=target, compile_=True)
+    assert sections is not None  # compile_=True with a target always compiles
+    return sections
+
+
+def _frozen_and_compiled(
+    recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None, compile_: bool,
+) -> tuple[FrozenSetResult, CompiledSections | None]:
     # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
+    from mmfreeze.freeze.compiled import compile_sections
     from mmfreeze.freeze.engine import compute_frozen_set
     from mmfreeze.freeze.optimizer import parse_optimizer
     from mmfreeze.freeze.param_groups import check_overrides, rates_of, select_rates
@@ -41,14 +65,19 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetRes
     result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
                                 override_specs=override_specs(recipe.module_overrides), rules=recipe.framework)
     optimizer = parse_optimizer(recipe.document, source=recipe.display_path)
-    if optimizer is None or not optimizer.overrides:
-        return result
-    selected = select_rates(optimizer, _targets(recipe, result.structure), source=recipe.display_path) \
-        if optimizer.selectors else {}
-    names = [info.name for info in result.structure.parameters]
-    groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
-                             selected=selected)
-    return replace(result, rates=rates_of(groups))
+    groups = None
+    if optimizer is not None and optimizer.overrides:
+        selected = select_rates(optimizer, _targets(recipe, result.structure), source=recipe.display_path) \
+            if optimizer.selectors else {}
+        names = [info.name for info in result.structure.parameters]
+        groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
+                                 selected=selected)
+        result = replace(result, rates=rates_of(groups))
+    if not compile_ or target is None:
+        return result, None
+    rated = optimizer if optimizer is not None and optimizer.selectors else None
+    return result, compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
+                                    optimizer=rated, groups=groups)
 
 
 def rate_targets(recipe: Recipe, structure: ModelStructure) -> FreezeTargets:

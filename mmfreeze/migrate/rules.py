@@ -3,7 +3,8 @@
 Order is the order rules run in a file. YAML: MF004 runs first, so that MF001 plans on selectors
 that name the installed release's modules; MF001 rewrites `freeze_config`; MF002 runs before
 MF003 because both write into `distributed.multimodal` and MF003 then finds the block MF002
-created. MF005 (rates) is independent of the others. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
+created. MF005 (rates) is independent of the others. MF006 runs last: it
+compiles the section MF001 wrote and the rate selectors MF005 wrote. Python (:mod:`mmfreeze.migrate.python.registry`): MF101 (calls of the legacy function)
 runs before MF102 (`freeze_config=` keywords, legacy key reads) so that a call both could claim is
 claimed by MF101, which also renames the function.
 """
@@ -36,13 +37,17 @@ MF004 = Rule(id="MF004", name="release-renames",
 MF005 = Rule(id="MF005", name="rate-selectors",
              description="YAML `optimizer.param_group_overrides` regex patterns -> (modality, role) selectors, "
                          "only when proven to group every tensor as before")
+MF006 = Rule(id="MF006", name="native-compile",
+             description="YAML: the (modality, role) source kept under `mmfreeze:`, and `freeze_config` (and rate "
+                         "patterns) compiled beside it into what the framework release runs natively, proven on the "
+                         "model it builds")
 MF101 = Rule(id="MF101", name="python-apply-parameter-freezing",
              description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`, "
                          "only when bound to models and proven on each")
 MF102 = Rule(id="MF102", name="python-freeze-config-kwarg",
              description="Python `freeze_config=` on other callees and reads of legacy keys: reported, never rewritten")
 
-RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF005, MF101, MF102)
+RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF005, MF006, MF101, MF102)
 
 
 def resolve_disabled(values: Iterable[str]) -> frozenset[str]:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.atomic import read_text_exact, write_atomic
 from mmfreeze.migrate.python.prove import BoundModels
@@ -27,6 +28,8 @@ class MigrateOptions:
     allowed_targets: Mapping[str, str]
     framework: FrameworkRules = CURRENT_RULES
     """The release the repository trains on, whose rules read its framework-vocabulary sections."""
+    builder: BuilderChoice = TRANSFORMERS_BUILDER
+    """The repository's builder: rewrites are proven, and sections compiled, on the model it builds."""
 
 
 def find_migratable(paths: Iterable[Path]) -> list[Path]:
@@ -53,7 +56,8 @@ def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf, m
     if path.suffix in PYTHON_SUFFIXES:
         return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=models)
     return migrate_yaml(path, text, display=display, mode=options.mode, disabled=options.disabled,
-                        structure_of=structure_of, allowed_targets=options.allowed_targets, framework=options.framework)
+                        structure_of=structure_of, allowed_targets=options.allowed_targets, framework=options.framework,
+                        builder=options.builder)
 
 
 def write_changed(files: Iterable[Path], results: Iterable[FileResult]) -> list[MmfreezeError]:

@@ -94,12 +94,18 @@ class SectionInput:
         return check_migratable(self.section, source=self.source)
 
     @cached_property
+    def as_trained(self) -> Mapping[str, Any]:
+        """The section as the code that trained it read it: without the keys that code ignored
+        (``freeze_embeddings``), which 0.7 rejects and `migrate` exists to remove."""
+        return {key: value for key, value in self.section.items() if key not in IGNORED_KEYS}
+
+    @cached_property
     def original(self) -> FrozenSetResult:
         """The framework's result for the section (its release's rules, invariants last)."""
         if self.vocabulary == "selectors":
             self._check_selectors()
         # A framework-vocabulary section: only a new-vocabulary one resolves modules, so no overrides.
-        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
+        return compute_frozen_set(self.structure, {SECTION: self.as_trained}, source=self.source or SECTION,
                                   override_specs=(), rules=self.rules)
 
     @cached_property
@@ -107,12 +113,12 @@ class SectionInput:
         """What a direct call of the framework's ``apply_parameter_freezing`` freezes with the
         section: the release's rules without the invariant freezes (``_apply_trainability_policy``
         applies those; the function itself does not)."""
-        return compute_frozen_set(self.structure, {SECTION: self.section}, source=self.source or SECTION,
+        return compute_frozen_set(self.structure, {SECTION: self.as_trained}, source=self.source or SECTION,
                                   override_specs=(), invariants=False, rules=self.rules).frozen
 
     def _check_selectors(self) -> None:
         """A 0.7 selector that matches nothing, named with a did-you-mean (the framework rejects it too)."""
-        config = parse_framework_freeze_config(self.section, self.rules, source=self.source)
+        config = parse_framework_freeze_config(self.as_trained, self.rules, source=self.source)
         check_against_model(FreezeConfig(modules=(*config.freeze_modules, *config.unfreeze_modules)), self.targets,
                             source=self.source)
 

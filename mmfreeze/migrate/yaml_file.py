@@ -20,7 +20,13 @@ from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.freeze.recipe_model import model_request, rate_targets, recipe_trained_model
-from mmfreeze.models.framework import choose_builder
+from mmfreeze.exceptions import NotNativelyExpressible
+from mmfreeze.freeze.compile_target import compile_target
+from mmfreeze.freeze.keys import detect_vocabulary
+from mmfreeze.freeze.recipe_model import compiled_sections
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
+from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
+from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
@@ -29,7 +35,7 @@ from mmfreeze.migrate.release_renames import (
     PATTERN_LISTS, SELECTOR_LISTS, SelectorMove, apply_moves, moved_patterns, moved_selectors, prove_moves,
 )
 from mmfreeze.migrate.rates import RatePlan, pattern_entries, plan_rate_rewrites, rewritten_entries
-from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004, MF005
+from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004, MF005, MF006
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
@@ -49,6 +55,7 @@ _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 def migrate_yaml(
     path: Path, text: str, *, display: str, mode: Mode, disabled: Collection[str],
     structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules = CURRENT_RULES,
+    builder: BuilderChoice = TRANSFORMERS_BUILDER,
 ) -> FileResult:
     """The migrated text of one YAML file and what it changes; errors become a skipped result."""
     try:
@@ -56,8 +63,12 @@ def migrate_yaml(
         document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        plan = _plan(path, document, mode, disabled, structure_of, allowed_targets, framework, where)
-        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves, rates=plan.rates)
+        models = PlanModels(structure_of=structure_of, allowed_targets=allowed_targets, framework=framework,
+                            builder=builder)
+        plan = _plan(path, document, mode, disabled, models, where)
+        plan = _compile(path, document, plan, disabled, models, where)
+        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves, rates=plan.rates,
+                              compiled=plan.compiled)
         new_text, rules = _apply_rules(text, context, disabled)
         _verify(document, new_text, plan, rules, source=display)
     except MmfreezeError as error:
@@ -79,9 +90,13 @@ class SectionPlan:
     rates: RatePlan | None = None
     kept: str | None = None
     """Why a valid `freeze_config` stays in the framework's vocabulary (MF001 writes nothing)."""
+    compiled: CompiledSections | None = None
+    """MF006's compiled sections, when the file does not hold them yet."""
+    not_compiled: str | None = None
+    """Why MF006 compiles nothing: the release cannot state the source (it keeps the integration)."""
 
-    def document(self, original: Mapping[str, Any]) -> dict[str, Any]:
-        """The data the rewritten file must hold (the rest of the file's changes are other rules')."""
+    def source_document(self, original: Mapping[str, Any]) -> dict[str, Any]:
+        """The recipe as the rules before MF006 leave it: the source in `freeze_config` and the optimizer."""
         expected = apply_moves(original, self.moves)
         if self.migration is not None:
             expected["freeze_config"] = self.migration.section
@@ -90,14 +105,44 @@ class SectionPlan:
             optimizer[OVERRIDES] = rewritten_entries(optimizer[OVERRIDES], self.rates)
         return expected
 
+    def document(self, original: Mapping[str, Any]) -> dict[str, Any]:
+        """The data the rewritten file must hold (the rest of the file's changes are other rules')."""
+        expected = self.source_document(original)
+        if self.compiled is None:
+            return expected
+        settings = dict(expected.get(SOURCE_SECTION) or {})
+        if SOURCE_FREEZE not in settings:
+            settings[SOURCE_FREEZE] = expected["freeze_config"]
+            if self.compiled.param_group_overrides is not None:
+                settings[OVERRIDES] = expected[OPTIMIZER][OVERRIDES]
+        settings[COMPILED_FOR] = self.compiled.compiled_for
+        expected[SOURCE_SECTION] = settings
+        expected["freeze_config"] = self.compiled.freeze_config
+        if self.compiled.param_group_overrides is not None:
+            expected[OPTIMIZER] = {**expected[OPTIMIZER], OVERRIDES: self.compiled.param_group_overrides}
+        return expected
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanModels:
+    """How a file's rules reach its model: the loader, the repository's targets, release and builder."""
+
+    structure_of: StructureOf
+    allowed_targets: Mapping[str, str]
+    framework: FrameworkRules
+    builder: BuilderChoice
+    """The builder the repository trains with: proofs and compiled paths are made on its model."""
+
 
 def _plan(
-    path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str],
-    structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules, where: str,
+    path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str], models: PlanModels, where: str,
 ) -> SectionPlan:
     """MF004's moves for selectors and LoRA patterns written for another transformers release
     (proven), MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
     on the moved recipe), and MF005's selectors for regex rate patterns (proven on it)."""
+    if is_compiled_layout(document):  # the source is already under `mmfreeze:`: only MF006 applies
+        return SectionPlan()
+    structure_of, allowed_targets, framework = models.structure_of, models.allowed_targets, models.framework
     section = document.get("freeze_config")
     vocabulary_change = MF001.id not in disabled and check_migratable(section, source=where) in ("legacy", "selectors")
     may_move = MF004.id not in disabled and any(
@@ -107,7 +152,7 @@ def _plan(
     if not (vocabulary_change or may_move or may_rate):
         return SectionPlan()
     recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
-    built = structure_of(model_request(recipe, choose_builder("transformers")))
+    built = structure_of(model_request(recipe, models.builder))
     moves = moved_patterns(document.get("peft"), built, recipe.framework) if may_move else ()
     if moves:  # the adapters decide which modules the section finds
         recipe = replace(recipe, document=apply_moves(document, moves))
@@ -128,6 +173,40 @@ def _plan(
     except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
         return SectionPlan(moves=moves, rates=rates, kept=str(error))
     return SectionPlan(moves, migration, FreezeTargets(structure=trained.structure, inventory=trained.inventory), rates)
+
+
+def _compile(
+    path: Path, document: Mapping[str, Any], plan: SectionPlan, disabled: Collection[str], models: PlanModels,
+    where: str,
+) -> SectionPlan:
+    """MF006: the source the other rules leave, compiled for the repository's release on the model
+    its builder builds and proven there; nothing when the file already holds exactly that."""
+    source = plan.source_document(document)
+    section = document[SOURCE_SECTION][SOURCE_FREEZE] if is_compiled_layout(document) else source.get("freeze_config")
+    vocabulary = detect_vocabulary(section, source=where)
+    # A 0.7-selector section the new vocabulary cannot say (``plan.kept``) is its own source; it
+    # is compiled only for the rate selectors beside it, which 0.7 cannot read.
+    if MF006.id in disabled or not (vocabulary == "new" or (vocabulary == "selectors" and _selector_rates(source))):
+        return plan
+    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework)
+    held = recipe.compiled
+    recipe = replace(recipe, document={**recipe.document, **{key: source[key] for key in ("freeze_config", OPTIMIZER)
+                                                             if key in source and held is None}})
+    built = models.structure_of(model_request(recipe, models.builder))
+    target = compile_target(models.framework, models.builder.label)
+    try:
+        compiled = compiled_sections(recipe, built, target=target)
+    except NotNativelyExpressible as error:
+        return replace(plan, not_compiled=f"{where}: not compiled, it runs through mmfreeze's integration: {error.message}")
+    if held is not None and held == compiled:
+        return plan
+    return replace(plan, compiled=compiled)
+
+
+def _selector_rates(document: Mapping[str, Any]) -> bool:
+    optimizer = document.get(OPTIMIZER)
+    entries = optimizer.get(OVERRIDES) if isinstance(optimizer, Mapping) else None
+    return isinstance(entries, list) and any(isinstance(entry, Mapping) and "pattern" not in entry for entry in entries)
 
 
 def _section_line(text: str, *, display: str) -> str:
@@ -170,12 +249,13 @@ def _result(
     display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
 ) -> FileResult:
     moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, text, plan.rates),
-             *((plan.kept,) if plan.kept else ()))
+             *((plan.kept,) if plan.kept else ()), *((plan.not_compiled,) if plan.not_compiled else ()),
+             *((f"compiled for {plan.compiled.compiled_for}",) if MF006.id in rules and plan.compiled else ()))
     migration, targets = plan.migration, plan.targets
     if migration is None or targets is None:
         status = "kept" if plan.kept else "already-migrated" if document.get("freeze_config") is not None \
             else "no-freeze-config"
-        rewritten = MF004.id in rules or MF005.id in rules
+        rewritten = MF004.id in rules or MF005.id in rules or MF006.id in rules
         return FileResult(display=display, old_text=text, new_text=new_text,
                           status="preserved" if rewritten else status, rules=tuple(rules), notes=moved)
     section = migration

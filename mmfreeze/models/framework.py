@@ -144,7 +144,9 @@ def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[s
         return TRANSFORMERS_SPEC
     force_hf = isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
     if choice.kind != "framework":
-        return BuildSpec(kind="transformers", stand_in="" if force_hf else choice.stand_in)
+        # force_hf is kept (not part of a transformers build's identity) so the header states no
+        # divergence: with it, the framework builds the transformers class too.
+        return BuildSpec(kind="transformers", stand_in="" if force_hf else choice.stand_in, force_hf=force_hf)
     return BuildSpec(kind="framework", framework_version=choice.framework_version, fallback=choice.fallback,
                      force_hf=force_hf)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfreeze.exceptions import IntegrationError
+from mmfreeze.recipes.compiled import KEYS as LAYOUT_KEYS
 from mmfreeze.recipes.multimodal import read_module_overrides
 from mmfreeze.recipes.recipe import display_path, read_yaml
 from mmfreeze.resolver.overrides import override_specs
@@ -68,7 +69,7 @@ def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunCo
 
 def _setting(document: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
     settings = document.get(SETTINGS_KEY) or {}
-    if not isinstance(settings, Mapping) or not set(settings) <= {GUARD_KEY, GRADIENTS_KEY}:
+    if not isinstance(settings, Mapping) or not set(settings) <= set(LAYOUT_KEYS):
         raise IntegrationError(
             f"expected a mapping with the keys `{GUARD_KEY}` and `{GRADIENTS_KEY}` (each true or false), "
             f"got {settings!r}", source=source, key=SETTINGS_KEY)

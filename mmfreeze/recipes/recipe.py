@@ -11,6 +11,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError
+from mmfreeze.recipes.compiled import CompiledSections, as_framework_reads, read_layout
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS, DrafterSection, parse_drafter
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
@@ -42,7 +43,8 @@ class ModelSection:
 
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
-    """A parsed training recipe. ``document`` is the whole YAML as plain data (anchors resolved)."""
+    """A parsed training recipe. ``document`` is the whole YAML as plain data (anchors resolved),
+    with the reviewed source in the place of what was compiled from it (:mod:`mmfreeze.recipes.compiled`)."""
 
     path: Path
     display_path: str
@@ -55,11 +57,18 @@ class Recipe:
     config after a local directory and before the bundled registry."""
     framework: FrameworkRules = CURRENT_RULES
     """The nemo-automodel release the repository trains on, whose rules read its `freeze_config`."""
+    compiled: CompiledSections | None = None
+    """The sections `mmfreeze migrate` compiled from the source for the release (``None``: not compiled)."""
 
     @property
     def freeze_config(self) -> Any:
         """The `freeze_config` section, or ``None`` when the recipe has none (not the same as ``{}``)."""
         return self.document.get("freeze_config")
+
+    @property
+    def framework_document(self) -> Mapping[str, Any]:
+        """The document as the framework reads the file: compiled sections where the source sits in ``document``."""
+        return as_framework_reads(self.document, self.compiled)
 
     @property
     def peft(self) -> Mapping[str, Any] | None:
@@ -139,13 +148,15 @@ def load_recipe(
     document = documents.read(path) if documents is not None else read_yaml(path, shown=shown)
     if not isinstance(document, Mapping):
         raise RecipeError("a recipe is a YAML mapping at the top level", source=shown)
+    layout = read_layout(document, source=shown)
     return Recipe(
         path=path,
         display_path=shown,
-        document=document,
+        document=layout.document,
         model=_model_section(document, allowed_targets, source=shown),
         configs_dir=configs_dir,
         framework=framework,
+        compiled=layout.compiled,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
+from mmfreeze.freeze.compile_target import compile_target
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
@@ -77,7 +78,8 @@ class LoadingOptions:
         return structure_source(self.request(recipe), allow_network=self.allow_network).key
 
     def frozen_set_key(self, recipe: Recipe) -> str:
-        return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint(), recipe.framework.release)
+        return frozen_set_key(self.structure_key(recipe), recipe.document, code_fingerprint(), recipe.framework.release,
+                              recipe.compiled)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,4 +182,4 @@ def _reach(recipe: Recipe, result: FrozenSetResult) -> RecipeReach:
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
     loaded = load_structure(options.request(recipe), options.cache, allow_network=options.allow_network)
-    return recipe_frozen_set(recipe, loaded.structure)
+    return recipe_frozen_set(recipe, loaded.structure, target=compile_target(recipe.framework, options.builder.label))

@@ -241,7 +241,7 @@ class RecipeItem(pytest.Item):
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
         stored = execution.recalled_data
-        native = native_support(computed.recipe.document)
+        native = native_support(computed.recipe.framework_document)
         if stored is None:
             return self._build("written" if execution.success else "missing", nemo_automodel=native)
         if execution.success and not execution.updated:

@@ -178,13 +178,15 @@ def test_the_repositorys_own_pytest_run_applies_the_same_settings(tmp_path: Path
 
 
 def test_migrate_and_explain_apply_the_same_settings(tmp_path: Path) -> None:
-    """`migrate` skips the excluded recipe and the data file and finds the team's model in `configs/`;
+    """`migrate` skips the excluded recipe and the data file and finds the team's model in `configs/`
+    (its new-vocabulary recipes would be compiled for the release: exit 1 under `--check`);
     `explain` accepts the team's `_target_` and reads the same config, from a subfolder."""
     repo = make_repository(tmp_path / "repo", "recipes")
     env = {**os.environ, "CI": "true"}
     migrate = subprocess.run([*MMFREEZE, "migrate", "--check", "recipes"], cwd=repo, env=env,
                              capture_output=True, text=True, timeout=600)
-    assert migrate.returncode == ExitCode.OK, migrate.stdout + migrate.stderr
+    assert migrate.returncode == ExitCode.CHANGED, migrate.stdout + migrate.stderr
+    assert "2 files: 2 preserved" in migrate.stdout and migrate.stderr.count("rules: MF006") == 2, migrate.stderr
     assert "custom_code_model" not in migrate.stdout + migrate.stderr and "eval_datasets" not in migrate.stdout + migrate.stderr
     explain = subprocess.run([*MMFREEZE, "explain", "tiny_qwen2_vl_team_target.yaml", "--format", "json"],
                              cwd=repo / "recipes" / "team", env=env, capture_output=True, text=True, timeout=600)

@@ -74,12 +74,12 @@ MULTILINE_06 = IMPORT + textwrap.dedent("""\
     """)
 
 
-def test_a_call_only_0_6_accepted_is_not_rewritten_in_a_0_7_repository(run):
-    result = run(MULTILINE_06)
-    assert result.new_text == MULTILINE_06
-    [finding] = result.findings
-    assert "freeze_config.freeze_embeddings: unknown key" in finding.message
-    assert 'declares it: framework = "0.6" under [tool.mmfreeze]' in finding.message
+def test_a_call_with_a_key_only_0_6_accepted_migrates_in_a_0_7_repository_as_in_a_0_6_one(run):
+    """`freeze_embeddings` is what migrate exists to remove (0.7 rejects it, 0.6 ignored it): the
+    call means what the code that trained with it did, in either repository (issue 39 item 4)."""
+    in_07 = run(MULTILINE_06)
+    assert in_07.new_text != MULTILINE_06 and not in_07.findings
+    assert in_07.new_text == run(MULTILINE_06, release="0.6").new_text
 
 
 def test_a_multiline_dict_keeps_its_layout_and_comments(run):

@@ -24,9 +24,11 @@ from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.framework import (
     TRANSFORMERS_BUILDER,
+    TRANSFORMERS_SPEC,
     BuilderChoice,
     BuildSpec,
     choose_builder,
+    divergence_statement,
     framework_class_for,
     spec_for_recipe,
 )
@@ -92,6 +94,19 @@ def test_only_the_frameworks_own_targets_build_framework_classes() -> None:
     assert spec_for_recipe(TRANSFORMERS_BUILDER, NEMO_TARGET, {}).kind == "transformers"
     spec = spec_for_recipe(FRAMEWORK, NEMO_TARGET, {"force_hf": True})
     assert (spec.kind, spec.force_hf) == ("framework", True)
+    beside_framework = BuilderChoice(kind="transformers", stand_in="0.7.0", reason="test")
+    spec = spec_for_recipe(beside_framework, NEMO_TARGET, {"force_hf": True})
+    # the same build (and structure key) as a transformers target
+    assert (spec.kind, spec.force_hf, spec.identity()) == ("transformers", True, TRANSFORMERS_SPEC.identity())
+
+
+def test_force_hf_states_no_divergence_since_the_framework_then_builds_the_transformers_class() -> None:
+    config = {"architectures": ["Qwen2_5OmniForConditionalGeneration"]}
+    built = "Qwen2_5OmniForConditionalGeneration"
+    plain = spec_for_recipe(TRANSFORMERS_BUILDER, NEMO_TARGET, {})
+    forced = spec_for_recipe(TRANSFORMERS_BUILDER, NEMO_TARGET, {"force_hf": True})
+    assert "Qwen2_5OmniThinkerForConditionalGeneration" in divergence_statement(config, built, target=NEMO_TARGET, spec=plain)
+    assert divergence_statement(config, built, target=NEMO_TARGET, spec=forced) == ""
 
 
 def test_structure_key_names_the_builder() -> None:
@@ -205,7 +220,7 @@ DIVERGENT: dict[str, str] = {
         "MuseGlimmerForConditionalGeneration (nemo_automodel.components.models.muse_glimmer.model)",
 }
 """Not listed, though its architecture is the framework's: qwen2_5_omni_7b_av_mix.yaml, whose
-``_target_`` is transformers' own Auto class (the framework builds it as is)."""
+model says ``force_hf: true`` (the framework then builds transformers' own class)."""
 
 
 def expected_statement(recipe: str, built: str) -> str:

@@ -74,15 +74,16 @@ def through_composite(model: Any, drafter: DrafterSection | None, load: Callable
     return type(model)(model.base, model.drafter, **drafter.arguments())
 
 
-def framework_trained(path: Path, builder: str) -> Any:
+def framework_trained(path: Path, builder: str, *, source: bool = False) -> Any:
     """A fresh model with the recipe's `peft` and `freeze_config` applied by the framework's pipeline;
-    the framework's error when it rejects them."""
+    the framework's error when it rejects them. The sections are the file's as the framework reads
+    them (a compiled recipe's compiled `freeze_config`), or with ``source`` its `mmfreeze:` source."""
     from nemo_automodel._transformers import infrastructure
     from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
     from nemo_automodel.components.utils import model_utils
 
     recipe = read_recipe(path)
-    document = recipe.document
+    document = recipe.document if source else recipe.framework_document
     peft = document.get("peft")
 
     def load(model: Any, forwarded: bool) -> None:
@@ -97,10 +98,10 @@ def framework_trained(path: Path, builder: str) -> Any:
     return through_composite(fresh_model(path, builder), recipe.model.drafter, load)
 
 
-def framework_outcome(path: Path, builder: str) -> Outcome:
+def framework_outcome(path: Path, builder: str, *, source: bool = False) -> Outcome:
     """The recipe's `peft` and `freeze_config` through the framework's pipeline on a fresh model."""
     try:
-        model = framework_trained(path, builder)
+        model = framework_trained(path, builder, source=source)
     except Exception as error:  # noqa: BLE001 - the framework's own rejection is the outcome
         return Outcome(error=f"{type(error).__name__}: {error}")
     return Outcome(trainable=frozenset(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from mmfreeze.migrate.rates import RatePlan
 from mmfreeze.migrate.release_renames import SelectorMove
 from mmfreeze.migrate.section import SectionMigration
+from mmfreeze.recipes.compiled import CompiledSections
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,3 +20,5 @@ class YamlContext:
     """Its selectors that move onto the installed release's module paths (MF004)."""
     rates: RatePlan | None = None
     """Its `param_group_overrides` patterns rewritten as selectors, and those kept (MF005)."""
+    compiled: CompiledSections | None = None
+    """What its source compiles to for the repository's release (MF006); ``None``: nothing to compile."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from mmfreeze.migrate.rules import Rule
 from mmfreeze.migrate.yaml import (
-    cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding, rates, release_renames,
+    cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding, native_compile, rates, release_renames,
 )
 from mmfreeze.migrate.yaml.context import YamlContext
 
@@ -18,4 +18,5 @@ YAML_TRANSFORMS: tuple[tuple[Rule, YamlTransform], ...] = (
     (frozen_multimodal_sharding.RULE, frozen_multimodal_sharding.rewrite),
     (cp_vision_frame_sharding.RULE, cp_vision_frame_sharding.rewrite),
     (rates.RULE, rates.rewrite),
+    (native_compile.RULE, native_compile.rewrite),
 )

@@ -82,11 +82,13 @@ def line_key(line: str) -> str | None:
 
 
 def scalar(value: Any) -> str:
-    """A YAML scalar for the values migration writes: booleans, whole numbers and module paths or globs."""
+    """A YAML scalar for the values migration writes: booleans, numbers, module paths, globs and patterns."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        return repr(value)
     text = str(value)
     return text if _PLAIN_SCALAR.match(text) else "'" + text.replace("'", "''") + "'"
 

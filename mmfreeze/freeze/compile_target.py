@@ -1,0 +1,26 @@
+"""What a compiled section is compiled for and proven on (kept light: a warm snapshot run imports it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mmfreeze.releases import FrameworkRules
+from mmfreeze.versions import installed_version
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileTarget:
+    """What a compiled section is proven on: the release's rules, the transformers release and the builder."""
+
+    release: str
+    transformers: str
+    builder: str
+    """The builder's label (``nemo-automodel 0.7.0``: the framework's own classes; ``transformers``)."""
+
+    def describe(self) -> str:
+        return f"nemo-automodel {self.release}, transformers {self.transformers}, builder {self.builder}"
+
+
+def compile_target(rules: FrameworkRules, builder_label: str) -> CompileTarget:
+    """This environment's target: the repository's release, the installed transformers, the run's builder."""
+    return CompileTarget(release=rules.release, transformers=installed_version("transformers"), builder=builder_label)

@@ -1,0 +1,114 @@
+"""MF006 native-compile: the `(modality, role)` source kept under `mmfreeze:`, the release's own sections beside it.
+
+Before::
+
+    # what MF001 writes, or a recipe already in the new vocabulary
+
+    freeze_config:
+      # ViT frozen, merger trained
+      vision: {tower: true, projector: false}
+
+After::
+
+    # compiled and proven on Qwen2-VL as nemo-automodel 0.7.0 builds it
+    mmfreeze:
+      # the reviewed source: `mmfreeze migrate` compiles it into freeze_config (and the rates) below
+      freeze_config:
+        # ViT frozen, merger trained
+        vision: {tower: true, projector: false}
+      compiled_for: nemo-automodel 0.7, transformers 5.18.0, builder nemo-automodel 0.7.0
+    # compiled from mmfreeze.freeze_config by `mmfreeze migrate`: edit the source, then run it again
+    freeze_config:
+      freeze_modules:
+        - {path: model.visual}
+      unfreeze_modules:
+        - {path: model.visual.merger}
+
+Rate selectors move the same way: the `optimizer.param_group_overrides` block goes under `mmfreeze:`
+as it was, and the optimizer gets one pattern per entry. A recipe already compiled gets its compiled
+sections and `compiled_for` written again, its source untouched. Runs last: it compiles what MF001
+and MF005 wrote.
+"""
+
+from __future__ import annotations
+
+from mmfreeze.migrate.rules import MF006
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.text import (
+    detect_indent, flow, key_position, key_span, line_ending, load_roundtrip, split_lines,
+)
+from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES
+
+RULE = MF006
+SOURCE_NOTE = "# the reviewed source: `mmfreeze migrate` compiles it into freeze_config (and the rates) below"
+COMPILED_NOTE = "# compiled from mmfreeze.freeze_config by `mmfreeze migrate`: edit the source, then run it again"
+
+
+def rewrite(text: str, context: YamlContext) -> str:
+    """``text`` with its source under `mmfreeze:` and the compiled sections in the framework's places."""
+    compiled = context.compiled
+    if compiled is None:
+        return text
+    lines = split_lines(text)
+    pad, eol = " " * detect_indent(lines), line_ending(lines)
+    document = load_roundtrip(text, source=context.source)
+    settings = document.get(SECTION)
+    has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
+    moved: list[str] = []
+    if compiled.param_group_overrides is not None:
+        optimizer = document["optimizer"]
+        line, column = optimizer.lc.key(SOURCE_RATES)
+        start, end = key_span(lines, line, column)
+        moved_rates = lines[start:end]
+        rendered = [f"{pad}{SOURCE_RATES}:{eol}", *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)]
+        lines[start:end] = rendered
+        if not has_source:
+            moved = [_reindented(line_text, column, pad) for line_text in moved_rates]
+    line, _ = key_position(document, "freeze_config")
+    start, end = key_span(lines, line, 0)
+    block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol)]
+    if has_source:
+        lines[start:end] = block
+        return _with_compiled_for(lines, compiled.compiled_for, pad, eol)
+    source = [f"{pad}{SOURCE_NOTE}{eol}", *(pad + text_line if text_line.strip() else text_line
+                                            for text_line in lines[start:end])]
+    source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
+    additions = [*source, *moved, f"{pad}{COMPILED_FOR}: {compiled.compiled_for}{eol}"]
+    if settings is None:
+        lines[start:end] = [f"{SECTION}:{eol}", *additions, *block]
+        return "".join(lines)
+    lines[start:end] = block
+    at, _ = key_position(document, SECTION)
+    _, settings_end = key_span(lines, at, 0)
+    lines[settings_end:settings_end] = additions
+    return "".join(lines)
+
+
+def _compiled_block(section: dict, pad: str, eol: str) -> list[str]:
+    out = [f"freeze_config:{eol}"]
+    for key, entries in section.items():
+        out.append(f"{pad}{key}:{' []' if not entries else ''}{eol}")
+        out.extend(f"{pad * 2}- {flow(entry)}{eol}" for entry in entries)
+    return out
+
+
+def _reindented(line_text: str, column: int, pad: str) -> str:
+    """A line of the optimizer's rates block, at the same depth under `mmfreeze:`."""
+    if not line_text.strip():
+        return line_text
+    return pad + line_text[column:] if line_text[:column].strip() == "" else line_text
+
+
+def _with_compiled_for(lines: list[str], compiled_for: str, pad: str, eol: str) -> str:
+    """The lines with `mmfreeze.compiled_for` set to ``compiled_for`` (added when missing)."""
+    text = "".join(lines)
+    document = load_roundtrip(text, source=SECTION)
+    settings = document[SECTION]
+    if COMPILED_FOR in settings:
+        line, _ = settings.lc.key(COMPILED_FOR)
+        lines[line] = f"{pad}{COMPILED_FOR}: {compiled_for}{eol}"
+    else:
+        at, _ = key_position(document, SECTION)
+        _, end = key_span(lines, at, 0)
+        lines.insert(end, f"{pad}{COMPILED_FOR}: {compiled_for}{eol}")
+    return "".join(lines)
