@@ -17,7 +17,7 @@ from typing import Any
 from mmfreeze.exceptions import CompiledSectionError, NotNativelyExpressible
 from mmfreeze.freeze.compile_target import CompileTarget
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
-from mmfreeze.freeze.native import compile_native_section
+from mmfreeze.freeze.native import LAYER_INDEX, compile_native_section
 from mmfreeze.freeze.optimizer import PATTERN_KEY, OptimizerSection
 from mmfreeze.freeze.param_groups import ParamGroups
 from mmfreeze.models.structure import ModelStructure
@@ -70,18 +70,49 @@ def compile_rates(
 
 
 def prefix_pattern(wanted: frozenset[str] | set[str], names: frozenset[str], *, source: str) -> str:
-    """An anchored regex that ``re.search`` matches, among ``names``, on exactly ``wanted``."""
+    """An anchored regex that ``re.search`` matches, among ``names``, on exactly ``wanted``: the
+    outermost modules that hold nothing else, then single tensors; the same module of every layer
+    as one alternative with ``\\d+`` for the layer index."""
     blocked = {prefix for name in names - set(wanted) for prefix in name_prefixes(name)}
-    parts: dict[str, None] = {}
+    modules: dict[str, None] = {}
     for name in sorted(wanted):
         module = next((prefix for prefix in name_prefixes(name) if prefix != name and prefix not in blocked), None)
-        parts[re.escape(name) + "$" if module is None else re.escape(module) + r"\."] = None
+        modules[name if module is None else module] = None
+    parts = _layer_alternatives(list(modules), wanted, names)
     pattern = "^" + ("|".join(parts) if len(parts) == 1 else f"(?:{'|'.join(parts)})")
-    compiled = re.compile(pattern)
-    if {name for name in names if compiled.search(name)} != set(wanted):
+    if _taken(pattern, names) != set(wanted):
         raise NotNativelyExpressible(f"no pattern of module prefixes takes exactly this entry's tensors ({pattern})",
                                      source=source)
     return pattern
+
+
+def _layer_alternatives(paths: list[str], wanted: frozenset[str] | set[str], names: frozenset[str]) -> list[str]:
+    """Each path as a regex alternative (a module: its prefix and a dot; a tensor: its whole name);
+    paths that differ only in one layer index become one alternative when it takes no other tensor."""
+    def alternative(path: str, escaped: str) -> str:
+        return escaped + ("$" if path in names else r"\.")
+
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        for match in LAYER_INDEX.finditer(path):
+            key = re.escape(path[:match.start()]) + r"\d+" + re.escape(path[match.end():])
+            groups.setdefault(key, []).append(path)
+    parts: dict[str, None] = {}
+    done: set[str] = set()
+    for path in paths:
+        if path in done:
+            continue
+        key = next((key for key, members in groups.items() if path in members and len(members) > 2
+                    and not done & set(members) and _taken("^" + alternative(path, key), names) <= set(wanted)), None)
+        members = groups[key] if key is not None else [path]
+        parts[alternative(path, key if key is not None else re.escape(path))] = None
+        done.update(members)
+    return list(parts)
+
+
+def _taken(pattern: str, names: Iterable[str]) -> set[str]:
+    compiled = re.compile(pattern)
+    return {name for name in names if compiled.search(name)}
 
 
 def check_compiled(

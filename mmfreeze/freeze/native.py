@@ -48,7 +48,8 @@ from mmfreeze.resolver.paths import name_prefixes
 Want = Literal["trainable", "frozen", "either"]
 Kind = Literal["freeze_modules", "unfreeze_modules"]
 _INFEASIBLE = 1 << 30
-_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)")
+LAYER_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)")
+"""A layer index: a path component of digits (``blocks.3``)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def _as_globs(paths: list[str], structure: ModelStructure) -> list[dict[str, str
     that stack, become one glob when it takes exactly the parameters they take."""
     groups: dict[str, list[str]] = defaultdict(list)
     for path in paths:
-        for match in _INDEX.finditer(path):
+        for match in LAYER_INDEX.finditer(path):
             groups[path[:match.start()] + "*" + path[match.end():]].append(path)
     entries: list[dict[str, str]] = []
     taken: set[str] = set()

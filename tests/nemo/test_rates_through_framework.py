@@ -1,14 +1,15 @@
-"""Issue 26, items 4-5: rates in the `(modality, role)` vocabulary run in nemo-automodel 0.7.0
-through the integration, with the framework's own optimizer builder, and the guard holds them.
+"""Issue 26, items 4-5, and issue 39: rates in the `(modality, role)` vocabulary, compiled by
+`mmfreeze migrate`, run in the stock nemo-automodel 0.7.0 with its own optimizer builder, and the
+guard holds them.
 
 For each bundled recipe with `param_group_overrides`, its original (``tests/migrate/fixtures/rates/``,
-the framework's regex patterns) is migrated here by `mmfreeze migrate` (rule MF005: selectors).
-Both run on the same meta-built model: trainability through the framework's own pipeline, then
-the framework's typed recipe config, ``RecipeConfig(load_yaml_config(recipe)).optimizer``, builds
-the optimizer. Their param groups (order, multipliers and tensors) are equal. The original needs
-``install()`` only for a new-vocabulary `freeze_config` (its regex entries still go to the
-framework's own code); LLaVA's, in 0.7's vocabulary, also runs without it. Without ``install()``
-the framework rejects the migrated selectors.
+the framework's regex patterns) is migrated here by `mmfreeze migrate` (MF005: selectors, the
+source; MF006: compiled patterns beside it). Both run on the same meta-built model: trainability
+through the framework's own pipeline, then the framework's typed recipe config,
+``RecipeConfig(load_yaml_config(recipe)).optimizer``, builds the optimizer. Their param groups
+(order, multipliers and tensors) are equal, the migrated file's with nothing installed. The
+original needs ``install()`` only for a new-vocabulary `freeze_config`. The selector source, put
+in the optimizer, the framework rejects.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def build_optimizer(recipe: Path, model: Any, folder: Path) -> Any:
     from nemo_automodel.recipes._typed_config import RecipeConfig
 
     yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False  # PyYAML, the framework's loader, reads no ':' in a flow plain scalar
     section = folder / f"{recipe.stem}.optimizer.yaml"
     yaml.dump({"optimizer": yaml.load(recipe.read_text())["optimizer"]}, section)
     [optimizer] = RecipeConfig(load_yaml_config(str(section))).optimizer.build(model)
@@ -91,31 +93,38 @@ def shipped(name: str) -> Path:
 
 
 @pytest.mark.parametrize("original", ORIGINALS, ids=lambda path: path.stem)
-def test_a_migrated_regex_override_gives_the_frameworks_original_groups_through_the_integration(
+def test_a_migrated_regex_override_gives_the_frameworks_original_groups_on_the_stock_framework(
     original: Path, migrated: dict[str, Path], tmp_path: Path,
 ) -> None:
+    """MF005 turns the regexes into selectors (the source, under `mmfreeze:`); MF006 compiles them
+    back into patterns the stock framework groups exactly as it grouped the originals."""
     rewritten = migrated[original.name]
     document = YAML(typ="safe", pure=True).load(rewritten.read_text())
+    sources = document["mmfreeze"]["param_group_overrides"]
     entries = document["optimizer"]["param_group_overrides"]
-    assert entries and not any("pattern" in entry for entry in entries), entries
-    assert document == YAML(typ="safe", pure=True).load(shipped(original.name).read_text())
+    assert sources and not any("pattern" in entry for entry in sources), sources
+    assert all("pattern" in entry for entry in entries), entries
+    bundled = YAML(typ="safe", pure=True).load(shipped(original.name).read_text())
+    for section in ("mmfreeze", "freeze_config", "optimizer"):
+        assert document[section] == bundled[section], section
 
-    model, optimizer, through_integration = trained_groups(rewritten, tmp_path)
+    model, optimizer, on_stock_framework = trained_groups(rewritten, tmp_path, installed=False)
     _, _, framework_original = trained_groups(original, tmp_path)
 
-    assert through_integration == framework_original
-    assert len(through_integration) == len(entries) + 1  # the default group, then one per entry
+    assert on_stock_framework == framework_original
+    assert len(on_stock_framework) == len(entries) + 1  # the default group, then one per entry
     assert verify_frozen_set(model, shipped(original.name), optimizer=optimizer, snapshot=snapshot_path(
         shipped(original.name), REPO_ROOT, REPO_ROOT / DEFAULT_SNAPSHOT_DIR)).optimizer_checked
-    if detect_vocabulary(document.get("freeze_config")) != "new":
+    if detect_vocabulary(YAML(typ="safe", pure=True).load(original.read_text()).get("freeze_config")) != "new":
         assert trained_groups(original, tmp_path, installed=False)[2] == framework_original
 
 
 @pytest.mark.parametrize("original", ORIGINALS, ids=lambda path: path.stem)
-def test_without_install_the_framework_rejects_the_migrated_selectors(original: Path, migrated: dict[str, Path]) -> None:
+def test_the_framework_rejects_the_selector_source_in_the_optimizer(original: Path, migrated: dict[str, Path]) -> None:
+    """Why the selectors stay under `mmfreeze:`: in the optimizer the stock framework rejects them."""
     from nemo_automodel.components.optim.optimizer import _coerce_param_group_overrides
 
-    entries = YAML(typ="safe", pure=True).load(migrated[original.name].read_text())["optimizer"]["param_group_overrides"]
+    entries = YAML(typ="safe", pure=True).load(migrated[original.name].read_text())["mmfreeze"]["param_group_overrides"]
     with pytest.raises(TypeError, match="ParamGroupOverride.__init__.. got an unexpected keyword argument"):
         _coerce_param_group_overrides(entries)
 

@@ -45,31 +45,28 @@ COMPILED_NOTE = "# compiled from mmfreeze.freeze_config by `mmfreeze migrate`: e
 
 
 def rewrite(text: str, context: YamlContext) -> str:
-    """``text`` with its source under `mmfreeze:` and the compiled sections in the framework's places."""
+    """``text`` with its source under `mmfreeze:` and the compiled sections in the framework's places.
+    Each edit looks its lines up again in the text as the edit before left it."""
     compiled = context.compiled
     if compiled is None:
         return text
     lines = split_lines(text)
     pad, eol = " " * detect_indent(lines), line_ending(lines)
-    document = load_roundtrip(text, source=context.source)
-    settings = document.get(SECTION)
+    settings = _document(lines, context).get(SECTION)
     has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
     moved: list[str] = []
     if compiled.param_group_overrides is not None:
-        optimizer = document["optimizer"]
-        line, column = optimizer.lc.key(SOURCE_RATES)
+        line, column = _document(lines, context)["optimizer"].lc.key(SOURCE_RATES)
         start, end = key_span(lines, line, column)
-        moved_rates = lines[start:end]
-        rendered = [f"{pad}{SOURCE_RATES}:{eol}", *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)]
-        lines[start:end] = rendered
         if not has_source:
-            moved = [_reindented(line_text, column, pad) for line_text in moved_rates]
-    line, _ = key_position(document, "freeze_config")
-    start, end = key_span(lines, line, 0)
+            moved = [_reindented(line_text, column, pad) for line_text in lines[start:end]]
+        lines[start:end] = [f"{pad}{SOURCE_RATES}:{eol}",
+                            *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)]
+    start, end = key_span(lines, key_position(_document(lines, context), "freeze_config")[0], 0)
     block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol)]
     if has_source:
         lines[start:end] = block
-        return _with_compiled_for(lines, compiled.compiled_for, pad, eol)
+        return _with_compiled_for(lines, compiled.compiled_for, context, pad, eol)
     source = [f"{pad}{SOURCE_NOTE}{eol}", *(pad + text_line if text_line.strip() else text_line
                                             for text_line in lines[start:end])]
     source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
@@ -78,10 +75,13 @@ def rewrite(text: str, context: YamlContext) -> str:
         lines[start:end] = [f"{SECTION}:{eol}", *additions, *block]
         return "".join(lines)
     lines[start:end] = block
-    at, _ = key_position(document, SECTION)
-    _, settings_end = key_span(lines, at, 0)
+    _, settings_end = key_span(lines, key_position(_document(lines, context), SECTION)[0], 0)
     lines[settings_end:settings_end] = additions
     return "".join(lines)
+
+
+def _document(lines: list[str], context: YamlContext):
+    return load_roundtrip("".join(lines), source=context.source)
 
 
 def _compiled_block(section: dict, pad: str, eol: str) -> list[str]:
@@ -99,16 +99,14 @@ def _reindented(line_text: str, column: int, pad: str) -> str:
     return pad + line_text[column:] if line_text[:column].strip() == "" else line_text
 
 
-def _with_compiled_for(lines: list[str], compiled_for: str, pad: str, eol: str) -> str:
+def _with_compiled_for(lines: list[str], compiled_for: str, context: YamlContext, pad: str, eol: str) -> str:
     """The lines with `mmfreeze.compiled_for` set to ``compiled_for`` (added when missing)."""
-    text = "".join(lines)
-    document = load_roundtrip(text, source=SECTION)
+    document = _document(lines, context)
     settings = document[SECTION]
     if COMPILED_FOR in settings:
         line, _ = settings.lc.key(COMPILED_FOR)
         lines[line] = f"{pad}{COMPILED_FOR}: {compiled_for}{eol}"
     else:
-        at, _ = key_position(document, SECTION)
-        _, end = key_span(lines, at, 0)
+        _, end = key_span(lines, key_position(document, SECTION)[0], 0)
         lines.insert(end, f"{pad}{COMPILED_FOR}: {compiled_for}{eol}")
     return "".join(lines)
