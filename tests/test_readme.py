@@ -50,17 +50,22 @@ def test_the_framework_environment_installs_the_same_nemo_automodel_with_its_dep
 
 
 def test_the_readme_and_the_training_page_give_the_corpus_native_counts() -> None:
-    """The counts of bundled recipes nemo-automodel 0.7 runs natively and of those that need the
-    integration, computed from the corpus (the verdict itself is checked against the framework's
+    """The counts of bundled recipes nemo-automodel 0.7 runs natively (the file as it is, with its
+    compiled sections) and of those that need the integration, each of those with the keys that
+    decide it, computed from the corpus (the verdict itself is checked against the framework's
     parsers in tests/nemo/test_native_verdict.py)."""
     from mmfreeze.distributed.native import native_support
     from mmfreeze.recipes.recipe import read_yaml
     from tests.conftest import EXAMPLE_CONFIGS, recipes_under
 
-    verdicts = [native_support(read_yaml(path)).verdict for path in recipes_under(EXAMPLE_CONFIGS)]
+    support = {path: native_support(read_yaml(path)) for path in recipes_under(EXAMPLE_CONFIGS)}
+    verdicts = [found.verdict for found in support.values()]
     needs, native = verdicts.count("needs the integration"), verdicts.count("native")
     assert needs + native == len(verdicts)
     readme = (REPO_ROOT / "README.md").read_text()
     page = (REPO_ROOT / "docs" / "training-with-nemo-automodel.md").read_text()
     assert f"Of the {len(verdicts)} bundled recipes, **{needs} need the integration and {native} run\nnatively**" in readme
     assert f"Of the {len(verdicts)}\nbundled recipes, {needs} need the integration and {native} run natively" in page
+    for path, found in support.items():
+        if found.verdict == "needs the integration":
+            assert f"- `{path.relative_to(EXAMPLE_CONFIGS).as_posix()}`: {', '.join(found.keys)}" in readme

@@ -62,8 +62,8 @@ def parse_framework_freeze_config(
     problems = strict_problems(section)
     if problems:
         raise FreezeConfigError(
-            f"nemo-automodel 0.7 rejects {'; '.join(problems)}; valid keys: {', '.join(FRAMEWORK_KEYS)} "
-            f"({DECLARE_06})", source=source, key=SECTION,
+            f"nemo-automodel 0.7 rejects {'; '.join(problems)}: run `mmfreeze migrate` to rewrite a 0.6-era "
+            f"section; valid keys: {', '.join(FRAMEWORK_KEYS)} ({DECLARE_06})", source=source, key=SECTION,
         )
     selectors = {key: _selectors(section, key, source) for key in SELECTOR_KEYS if key in section}
     flags = {key: bool(section.get(key, False)) for key in BOOLEAN_KEYS}

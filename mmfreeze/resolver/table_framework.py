@@ -26,6 +26,11 @@ Decisions on contested roles:
   ``model.vit_model``. Generation parts (``visual_gen``: ``vae2llm``, ``llm2vae``,
   ``latent_pos_embed``, ``time_embedder``) are declared optional, modality ``vision``, role
   ``generator``.
+- MiniMax-M3's projector is two MLPs, both inside the framework's ``vision_tower``:
+  ``multi_modal_projector`` (ViT width to text width) and ``patch_merge_mlp`` (2x2 merged patches
+  back to text width). The checkpoint holds both at its top level, and transformers' class fuses
+  them into one ``model.multi_modal_projector`` (``merge_linear_1/2``), so ``patch_merge_mlp`` is
+  a projector too (:data:`FRAMEWORK_MODULES`), not part of the ViT.
 """
 
 from __future__ import annotations
@@ -94,10 +99,18 @@ FRAMEWORK_PATHS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
 }
 """Class name -> transformers path -> the framework class's paths for the same module."""
 
+FRAMEWORK_MODULES: Mapping[str, tuple[ModuleDecl, ...]] = {
+    # transformers' class holds the patch merger inside ``model.multi_modal_projector``; the
+    # framework's holds it as a module of its own, which transformers' tree lacks (optional).
+    "MiniMaxM3SparseForConditionalGeneration": (vision_projector("vision_tower.patch_merge_mlp", required=False),),
+}
+"""Class name -> modules only the framework class's tree has, appended to the entry (optional)."""
+
 
 def with_framework_paths(table: Mapping[str, ArchitectureEntry]) -> dict[str, ArchitectureEntry]:
-    """``table`` with :data:`FRAMEWORK_PATHS` appended as later alternatives; a class or path
-    missing from ``table`` is an error (the mapping went stale)."""
+    """``table`` with :data:`FRAMEWORK_PATHS` appended as later alternatives and
+    :data:`FRAMEWORK_MODULES` as further modules; a class or path missing from ``table`` is an
+    error (the mapping went stale)."""
     merged = dict(table)
     for name, alternatives in FRAMEWORK_PATHS.items():
         entry = merged[name]
@@ -110,6 +123,10 @@ def with_framework_paths(table: Mapping[str, ArchitectureEntry]) -> dict[str, Ar
             modules=tuple(replace(m, paths=_extended(m.paths, alternatives)) for m in entry.modules),
             language_model=tuple(replace(p, paths=_extended(p.paths, alternatives)) for p in entry.language_model),
         )
+    for name, modules in FRAMEWORK_MODULES.items():
+        if any(module.required for module in modules):
+            raise RuntimeError(f"FRAMEWORK_MODULES[{name!r}]: a framework-only module must be optional")
+        merged[name] = replace(merged[name], modules=(*merged[name].modules, *modules))
     return merged
 
 

@@ -61,6 +61,7 @@ EXPECTED: dict[str, tuple[str, set[tuple[str, str, str]]]] = {
     }),
     "MiniMaxM3SparseForConditionalGeneration": ("MiniMaxM3SparseForConditionalGeneration", {
         ("vision_tower", V, "tower"), ("vision_tower.multi_modal_projector", V, "projector"),
+        ("vision_tower.patch_merge_mlp", V, "projector"),
     }),
     "Gemma4UnifiedForConditionalGeneration": ("Gemma4UnifiedForConditionalGeneration", {
         ("model.embed_vision", V, "embedder"), ("model.embed_audio", A, "embedder"),

@@ -198,6 +198,8 @@ DIVERGENT: dict[str, str] = {
     "vlm_finetune/gemma4/gemma4_e2b_cord_v2_vision_tuned.yaml": GEMMA4,
     "vlm_finetune/gemma4/gemma4_e2b_speech_vision_mix.yaml": GEMMA4,
     "vlm_finetune/kimi_k25/kimi_k25_cord_v2_ep.yaml": KIMI,
+    "vlm_finetune/minimax_m3/minimax_m3_vl_medpix_ep32.yaml":
+        "MiniMaxM3SparseForConditionalGeneration (nemo_automodel.components.models.minimax_m3_vl.model)",
     "vlm_finetune/mistral3/mistral_small_3_1_24b_pixmo.yaml": MISTRAL3,
     "vlm_finetune/qwen3_5/qwen3_5_9b_cord_v2.yaml":
         "Qwen3_5ForConditionalGeneration (nemo_automodel.components.models.qwen3_5.model)",

@@ -462,6 +462,27 @@ def muse_glimmer_image_batch(config: PretrainedConfig, model_class: type[nn.Modu
             "image_grid_thw": torch.tensor([grid])}
 
 
+def minimax_m3_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
+    """One 56 x 56 image as MiniMax-M3's processor makes it: a ``(1, 4, 4)`` grid of flat patches,
+    each the frame repeated ``temporal_patch_size`` (2) times and laid out (channel, temporal,
+    patch, patch), as wide as the tower's Conv3d. The projector merges 2 x 2 patches
+    (``spatial_merge_size``) into a token, so the text holds 4 ``image_token_index`` placeholders.
+    transformers' vision config names both sizes; the framework's (``components/models/minimax_m3_vl``)
+    reads them from ``img_token_compression_config``, as the checkpoint's config.json has them.
+    """
+    import torch
+
+    vision = config.vision_config
+    compression = getattr(vision, "img_token_compression_config", None) or {}
+    merge = getattr(vision, "spatial_merge_size", None) or compression.get("spatial_merge_size", 2)
+    temporal = getattr(vision, "temporal_patch_size", None) or compression.get("temporal_patch_size", 2)
+    grid = (1, 2 * merge, 2 * merge)
+    patches = grid[0] * grid[1] * grid[2]
+    return {"input_ids": _with_placeholders(patches // merge ** 2, config.image_token_index),
+            "pixel_values": torch.ones((patches, vision.num_channels * temporal * vision.patch_size ** 2)),
+            "image_grid_thw": torch.tensor([grid])}
+
+
 def qwen3_omni_audio_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
     """One clip of ``2 * n_window`` mel frames (one whole chunk of Qwen3-Omni's audio encoder, 1 s at
     the full model's 100 frames a second) as ``Qwen3OmniMoeProcessor._process_audio`` makes it:
@@ -669,6 +690,7 @@ IMAGE_BATCHES: Mapping[str, Batch] = MappingProxyType({
     "Ernie4_5_VLMoeForConditionalGeneration": ernie_image_batch,
     "Kimi_K25ForConditionalGeneration": kimi_k25_image_batch,
     "MuseGlimmerForConditionalGeneration": muse_glimmer_image_batch,
+    "MiniMaxM3SparseForConditionalGeneration": minimax_m3_image_batch,
     "Qwen2_5OmniForConditionalGeneration": grid_image_batch,
     "Qwen3OmniMoeForConditionalGeneration": grid_image_batch,
     "Phi4MultimodalForCausalLM": phi4_multimodal_image_batch,
