@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from mmfreeze.models.framework import choose_builder
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
 from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
@@ -25,6 +24,7 @@ from mmfreeze.migrate.report import (
 from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
+from mmfreeze.models.framework import choose_builder
 from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
@@ -70,7 +70,7 @@ def migrate(
     if show_diff:
         for result in results:
             click.echo(result.diff(), nl=False)
-    write_errors = [] if (check or show_diff) else write_changed(files, results)
+    write_errors = [] if (check or show_diff) else write_changed(files, results, root=settings.root)
     warn_on_cache_write(cache)
     _print_report(results, report_format, mode, written=not (check or show_diff))
     if report_file is not None:

@@ -104,6 +104,7 @@ def snapshot(
         require_recipes_in_each(paths, discovery)
         for path in paths:
             recipe_key(path, settings.root)
+        collect = collection_paths(paths, settings.root)
         run = SnapshotRun.from_settings(
             settings, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
             documents=finder.documents, cache_dir=cache_directory(cache_dir, no_cache),
@@ -111,7 +112,7 @@ def snapshot(
         )
         if recipes and run.loading.frozen_sets.is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
-        result = _run(paths, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
+        result = _run(collect, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -125,6 +126,32 @@ def snapshot(
     if result.missing_configs:
         report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
+
+
+PYTEST_SELECTORS = ("::", "[", "]")
+"""What pytest reads in a command-line argument as a test id or a parametrization, not a path."""
+
+
+def collection_paths(paths: tuple[Path, ...], root: Path) -> tuple[Path, ...]:
+    """What the pytest session is handed to collect the recipes under ``paths`` from.
+
+    pytest reads ``::`` and ``[...]`` in an argument as a node id, so a PATH whose absolute path
+    holds one is handed over as its nearest folder inside ``root`` whose path holds none. Which
+    recipes are checked is still decided by PATHS themselves (:attr:`SnapshotRun.recipe_roots`),
+    and orphans are looked for in their mirrors only (:meth:`SnapshotRun.orphan_scopes`)."""
+    handed: dict[Path, None] = {}
+    for path in paths:
+        folder = path.absolute()
+        while any(selector in str(folder) for selector in PYTEST_SELECTORS):
+            if folder == root.absolute() or not folder.is_relative_to(root.absolute()):
+                raise MmfreezeError(
+                    f"the repository root {root} has {' or '.join(repr(s) for s in PYTEST_SELECTORS)} in its path, "
+                    "which pytest reads as a test id; check the recipes from a checkout whose path has none",
+                    source=str(path),
+                )
+            folder = folder.parent
+        handed[folder if folder != path.absolute() else path] = None
+    return tuple(handed)
 
 
 def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:

@@ -21,11 +21,13 @@ from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, display_path, read_model_id
 
 if TYPE_CHECKING:
-    from mmfreeze.freeze.compiled import CompileTarget
+    from mmfreeze.freeze.compile_target import CompileTarget
     from mmfreeze.freeze.engine import FrozenSetResult
-    from mmfreeze.recipes.compiled import CompiledSections
+    from mmfreeze.freeze.optimizer import OptimizerSection
+    from mmfreeze.freeze.param_groups import ParamGroups
     from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.structure import ModelStructure
+    from mmfreeze.recipes.compiled import CompiledSections
     from mmfreeze.resolver.inventory import ResolvedInventory
 
 
@@ -36,27 +38,44 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: Comp
     their selectors are resolved on the trained model, with the recipe's overrides. A recipe with
     compiled sections must hold what its source compiles to on ``target`` (this run's release,
     transformers and builder): :func:`mmfreeze.freeze.compiled.check_compiled`."""
-    result, sections = _frozen_and_compiled(recipe, structure, target=target, compile_=recipe.compiled is not None)
-    if recipe.compiled is not None and sections is not None and target is not None:
+    result, grouping = _frozen_set(recipe, structure)
+    if recipe.compiled is not None and target is not None:
         from mmfreeze.freeze.compiled import check_compiled
 
-        check_compiled(recipe.compiled, sections, target=target, source=recipe.display_path)
+        expected = _compiled(recipe, structure, result, grouping, target)
+        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
     return result
 
 
 def compiled_sections(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget) -> CompiledSections:
     """What ``recipe``'s source compiles to for ``target``'s release, proven on ``structure``
     (built by ``target``'s builder), as `migrate` writes it."""
-    _, sections = _frozen_and_compiled(recipe, structure, target=target, compile_=True)
-    assert sections is not None  # compile_=True with a target always compiles
-    return sections
+    result, grouping = _frozen_set(recipe, structure)
+    return _compiled(recipe, structure, result, grouping, target)
 
 
-def _frozen_and_compiled(
-    recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None, compile_: bool,
-) -> tuple[FrozenSetResult, CompiledSections | None]:
+def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
+    """Whether ``recipe``'s compiled sections, read as the framework reads the file, train exactly
+    what its source does on ``structure`` (frozen set and rates): compiled on another model tree
+    of the same release (the framework's classes), they may still hold on this one."""
+    from mmfreeze.exceptions import MmfreezeError
+
+    if recipe.compiled is None:
+        return False
+    try:
+        source, _ = _frozen_set(recipe, structure)
+        compiled, _ = _frozen_set(replace(recipe, document=recipe.framework_document, compiled=None), structure)
+    except MmfreezeError:  # a path of the other tree that this one lacks: 0.7 rejects it
+        return False
+    return (compiled.frozen, compiled.rates) == (source.frozen, source.rates)
+
+
+def _frozen_set(
+    recipe: Recipe, structure: ModelStructure,
+) -> tuple[FrozenSetResult, tuple[OptimizerSection, ParamGroups] | None]:
+    """The engine's result with its rates, and the optimizer's selector entries with their groups
+    (``None`` without selector entries: nothing for the compiler)."""
     # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
-    from mmfreeze.freeze.compiled import compile_sections
     from mmfreeze.freeze.engine import compute_frozen_set
     from mmfreeze.freeze.optimizer import parse_optimizer
     from mmfreeze.freeze.param_groups import check_overrides, rates_of, select_rates
@@ -65,19 +84,25 @@ def _frozen_and_compiled(
     result = compute_frozen_set(structure, recipe.document, source=recipe.display_path,
                                 override_specs=override_specs(recipe.module_overrides), rules=recipe.framework)
     optimizer = parse_optimizer(recipe.document, source=recipe.display_path)
-    groups = None
-    if optimizer is not None and optimizer.overrides:
-        selected = select_rates(optimizer, _targets(recipe, result.structure), source=recipe.display_path) \
-            if optimizer.selectors else {}
-        names = [info.name for info in result.structure.parameters]
-        groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
-                                 selected=selected)
-        result = replace(result, rates=rates_of(groups))
-    if not compile_ or target is None:
+    if optimizer is None or not optimizer.overrides:
         return result, None
-    rated = optimizer if optimizer is not None and optimizer.selectors else None
-    return result, compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
-                                    optimizer=rated, groups=groups)
+    selected = select_rates(optimizer, _targets(recipe, result.structure), source=recipe.display_path) \
+        if optimizer.selectors else {}
+    names = [info.name for info in result.structure.parameters]
+    groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
+                             selected=selected)
+    return replace(result, rates=rates_of(groups)), (optimizer, groups) if optimizer.selectors else None
+
+
+def _compiled(
+    recipe: Recipe, structure: ModelStructure, result: FrozenSetResult,
+    grouping: tuple[OptimizerSection, ParamGroups] | None, target: CompileTarget,
+) -> CompiledSections:
+    from mmfreeze.freeze.compiled import compile_sections
+
+    optimizer, groups = grouping if grouping is not None else (None, None)
+    return compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
+                            optimizer=optimizer, groups=groups)
 
 
 def rate_targets(recipe: Recipe, structure: ModelStructure) -> FreezeTargets:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.migrate.atomic import read_text_exact, write_atomic
+from mmfreeze.migrate.atomic import read_text_exact, resolve_write_target, write_atomic
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
 from mmfreeze.migrate.yaml_file import StructureOf, migrate_yaml
+from mmfreeze.models.framework import BuilderChoice, choose_builder
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
 from mmfreeze.recipes.recipe import display_path
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
@@ -28,7 +28,7 @@ class MigrateOptions:
     allowed_targets: Mapping[str, str]
     framework: FrameworkRules = CURRENT_RULES
     """The release the repository trains on, whose rules read its framework-vocabulary sections."""
-    builder: BuilderChoice = TRANSFORMERS_BUILDER
+    builder: BuilderChoice = field(default_factory=lambda: choose_builder("transformers"))
     """The repository's builder: rewrites are proven, and sections compiled, on the model it builds."""
 
 
@@ -60,15 +60,26 @@ def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf, m
                         builder=options.builder)
 
 
-def write_changed(files: Iterable[Path], results: Iterable[FileResult]) -> list[MmfreezeError]:
-    """Write each changed file atomically; a failed write is returned, the others still happen."""
+def write_changed(
+    files: Iterable[Path], results: Iterable[FileResult], *, root: Path | None = None
+) -> list[MmfreezeError]:
+    """Write each changed file atomically; a failed write is returned, the others still happen.
+
+    A symbolic link stays a link: the file it resolves to is written (once, when both the link and
+    its target are among ``files``) when it lies inside the repository ``root`` (default: each
+    link's own), and refused otherwise (:func:`~mmfreeze.migrate.atomic.resolve_write_target`)."""
     errors = []
+    written: set[Path] = set()
     for path, result in zip(files, results, strict=True):
-        if result.changed:
-            try:
-                write_atomic(path, result.new_text)
-            except MmfreezeError as error:
-                errors.append(error)
+        if not result.changed:
+            continue
+        try:
+            target = resolve_write_target(path, root, display=result.display)
+            if target not in written:
+                write_atomic(target, result.new_text)
+                written.add(target)
+        except MmfreezeError as error:
+            errors.append(error)
     return errors
 
 

@@ -7,8 +7,8 @@ either rewritten correctly or reported and left alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +17,13 @@ from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.distributed.native import native_support
-from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent
-from mmfreeze.freeze.targets import FreezeTargets
-from mmfreeze.freeze.recipe_model import model_request, rate_targets, recipe_trained_model
-from mmfreeze.exceptions import NotNativelyExpressible
+from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent, NotNativelyExpressible
 from mmfreeze.freeze.compile_target import compile_target
 from mmfreeze.freeze.keys import detect_vocabulary
-from mmfreeze.freeze.recipe_model import compiled_sections
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
-from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
-from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
+from mmfreeze.freeze.recipe_model import (
+    compiled_hold, compiled_sections, model_request, rate_targets, recipe_trained_model,
+)
+from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
@@ -40,8 +37,11 @@ from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
 from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
+from mmfreeze.models.framework import BuilderChoice, choose_builder
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
+from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
+from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
 from mmfreeze.recipes.optimizer import OVERRIDES
 from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.recipes.recipe import load_recipe
@@ -55,7 +55,7 @@ _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 def migrate_yaml(
     path: Path, text: str, *, display: str, mode: Mode, disabled: Collection[str],
     structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules = CURRENT_RULES,
-    builder: BuilderChoice = TRANSFORMERS_BUILDER,
+    builder: BuilderChoice | None = None,
 ) -> FileResult:
     """The migrated text of one YAML file and what it changes; errors become a skipped result."""
     try:
@@ -64,7 +64,7 @@ def migrate_yaml(
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
         models = PlanModels(structure_of=structure_of, allowed_targets=allowed_targets, framework=framework,
-                            builder=builder)
+                            builder=builder or choose_builder("transformers"))
         plan = _plan(path, document, mode, disabled, models, where)
         plan = _compile(path, document, plan, disabled, models, where)
         context = YamlContext(source=display, migration=plan.migration, moves=plan.moves, rates=plan.rates,
@@ -198,9 +198,13 @@ def _compile(
         compiled = compiled_sections(recipe, built, target=target)
     except NotNativelyExpressible as error:
         return replace(plan, not_compiled=f"{where}: not compiled, it runs through mmfreeze's integration: {error.message}")
-    if held is not None and held == compiled:
-        return plan
+    if held is not None and (held == compiled or (_same_release(held, compiled) and compiled_hold(recipe, built))):
+        return plan  # what it holds (for this release, maybe on the framework's classes) trains the same here
     return replace(plan, compiled=compiled)
+
+
+def _same_release(held: CompiledSections, compiled: CompiledSections) -> bool:
+    return held.compiled_for.split(",")[0] == compiled.compiled_for.split(",")[0]
 
 
 def _selector_rates(document: Mapping[str, Any]) -> bool:

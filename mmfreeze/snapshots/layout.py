@@ -16,13 +16,30 @@ DEFAULT_SNAPSHOT_DIR = "snapshots"
 
 
 def recipe_key(recipe: Path, root: Path) -> str:
-    """The recipe's path relative to ``root``, ``/``-separated: the name in headers and reports."""
+    """The recipe's path relative to ``root``, ``/``-separated: the name in headers and reports.
+
+    Symbolic links are followed: a recipe that resolves outside ``root`` (a link to a file
+    elsewhere, or a path through a linked folder) is a :class:`SnapshotError` naming the path as
+    given, never dropped."""
+    resolved = recipe.resolve()
     try:
-        return recipe.resolve().relative_to(root.resolve()).as_posix()
+        return resolved.relative_to(root.resolve()).as_posix()
     except ValueError:
-        raise SnapshotError(
-            f"the recipe lies outside {root}; run from a folder that contains it", source=str(recipe)
-        ) from None
+        raise SnapshotError(_outside_message(recipe, resolved, root), source=str(recipe)) from None
+
+
+def link_key(recipe: Path, root: Path) -> str:
+    """The recipe's path relative to ``root`` as given, links not followed: how a recipe that
+    :func:`recipe_key` refuses is named in a report."""
+    absolute = recipe.absolute()
+    return absolute.relative_to(root.absolute()).as_posix() if absolute.is_relative_to(root.absolute()) else str(recipe)
+
+
+def _outside_message(recipe: Path, resolved: Path, root: Path) -> str:
+    if resolved == recipe.absolute():
+        return f"the recipe lies outside {root}; run from a folder that contains it"
+    return (f"resolves through a symbolic link to {resolved}, outside the repository {root}: a recipe must lie "
+            "inside the repository whose snapshots check it; copy the file in, or check it in its own repository")
 
 
 def snapshot_path(recipe: Path, root: Path, snapshot_dir: Path) -> Path:

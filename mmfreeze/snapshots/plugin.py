@@ -38,10 +38,17 @@ from mmfreeze.models.batch import BuildTick
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.diff import diff_snapshots
-from mmfreeze.snapshots.extension import RecipeSnapshotExtension
+from mmfreeze.snapshots.extension import RecipeSnapshotExtension, os_reason
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.grouping import grouper
-from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key, recipe_path, snapshot_path
+from mmfreeze.snapshots.layout import (
+    DEFAULT_SNAPSHOT_DIR,
+    SNAPSHOT_SUFFIX,
+    link_key,
+    recipe_key,
+    recipe_path,
+    scope_dir,
+)
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
 from mmfreeze.releases import framework_rules
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
@@ -102,6 +109,14 @@ class SnapshotRun:
     def tracks(self, path: Path) -> bool:
         """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
         return path.is_file() and self.finder.is_recipe(path)
+
+    def orphan_scopes(self) -> tuple[Path, ...]:
+        """Where snapshots of vanished recipes are looked for. `mmfreeze snapshot`: the mirrors of
+        the folders among its PATHS (none when only files are given), whatever pytest is handed to
+        collect from; a repository's own run: the whole snapshot folder (pytest's arguments narrow it)."""
+        if not self.only_recipes:
+            return (self.snapshot_dir,)
+        return tuple(scope_dir(path, self.root, self.snapshot_dir) for path in self.recipe_roots if path.is_dir())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -169,7 +184,7 @@ def _settings(root: Path, checks_recipes: bool) -> Settings:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build every distinct model that is needed once, in parallel, before the per-recipe items run."""
     run = session.config.stash[RUN_KEY]
-    paths = [item.path for item in session.items if isinstance(item, RecipeItem)]
+    paths = [item.path for item in session.items if isinstance(item, RecipeItem) and item.location_error is None]
     if paths:
         prefetch(paths, run.loading, workers=run.workers, on_build=run.on_build)
 
@@ -206,8 +221,15 @@ class RecipeItem(pytest.Item):
         run = self.config.stash[RUN_KEY]
         self.root = run.root
         self.snapshot_dir = run.snapshot_dir
-        self.recipe_key = recipe_key(self.path, run.root)
-        self.snapshot_path = snapshot_path(self.path, run.root, run.snapshot_dir)
+        self.location_error: SnapshotError | None = None
+        """Why the recipe has no place in the repository (it resolves outside it): reported as its
+        input error when the item runs, never a collection error that stops the session."""
+        try:
+            self.recipe_key = recipe_key(self.path, run.root)
+        except SnapshotError as error:
+            self.recipe_key = link_key(self.path, run.root)
+            self.location_error = SnapshotError(error.message, source=self.recipe_key)
+        self.snapshot_path = run.snapshot_dir / (self.recipe_key + SNAPSHOT_SUFFIX)
 
     def tracks(self, recipe: Path) -> bool:
         """Whether ``recipe`` exists and is a recipe this run would check (not excluded, has `model:`)."""
@@ -218,8 +240,21 @@ class RecipeItem(pytest.Item):
         # syrupy's PyTestLocation names a test after its function's module and name.
         return self.runtest
 
+    @property
+    def orphan_scopes(self) -> tuple[Path, ...]:
+        """Where :class:`RecipeSnapshotExtension` looks for snapshots of vanished recipes."""
+        return self.config.stash[RUN_KEY].orphan_scopes()
+
+    def record_delete_failure(self, location: str, reason: str) -> None:
+        """An orphaned snapshot could not be deleted: a warning of the run (it is still reported orphaned)."""
+        where = _relative(Path(location), self.root)
+        self.config.stash[RUN_KEY].result.warnings.append(f"{where}: cannot delete the orphaned snapshot: {reason}")
+
     def runtest(self) -> None:
         run = self.config.stash[RUN_KEY]
+        if self.location_error is not None:
+            self._record(status="input_error", message=str(self.location_error))
+            raise SnapshotMismatch(f"input error: {self.location_error}")
         try:
             computed = compute_snapshot(self.path, self.recipe_key, run.loading)
             text = render_snapshot(computed.snapshot)
@@ -234,7 +269,12 @@ class RecipeItem(pytest.Item):
             session=self.config._syrupy,  # type: ignore[attr-defined]
         )
         assertion == text  # noqa: B015  records the execution; the outcome is read from it below
-        outcome = self._outcome(assertion.executions[0], computed)
+        execution = assertion.executions[0]
+        if execution.exception is not None:  # the stored file could not be read, or the new one written
+            message = self._file_error(execution.exception)
+            self._record(status="input_error", message=message)
+            raise SnapshotMismatch(f"input error: {message}")
+        outcome = self._outcome(execution, computed)
         run.result.outcomes.append(outcome)
         if outcome.status in ("changed", "renamed", "version_only", "missing"):
             raise SnapshotMismatch(_failure_text(outcome))
@@ -262,6 +302,16 @@ class RecipeItem(pytest.Item):
         elif status == "changed" and change.renamed_only:
             status = "renamed"
         return self._build(status, change=change, nemo_automodel=native)
+
+    def _file_error(self, error: Exception) -> str:
+        """The report's message for a snapshot file syrupy could not read or write, named relative
+        to the root like every other path in the report."""
+        where = _relative(self.snapshot_path, self.root)
+        if isinstance(error, SnapshotError):
+            return f"{where}: {error.message}"
+        if isinstance(error, OSError):  # syrupy creating the snapshot's folder
+            return f"{where}: cannot write the snapshot: {os_reason(error, str(self.snapshot_path))}"
+        return f"{where}: {type(error).__name__}: {error}"
 
     def _input_error(self, error: MmfreezeError) -> str:
         """The report's message; a model id without a config is listed once for the whole run

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 from ruamel.yaml import YAML
 
+from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.cli.main import cli
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.freeze.optimizer import parse_optimizer
@@ -124,14 +125,17 @@ def test_the_rewrite_replaces_each_pattern_in_place_in_flow_and_block_entries() 
 def test_migrate_rewrites_the_bundled_originals_into_the_shipped_recipes(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
     copies = [shutil.copy(original, tmp_path / original.name) for original in sorted(ORIGINALS.glob("*.yaml"))]
-    result = CliRunner().invoke(cli, ["migrate", *map(str, copies)])
+    # MF005 alone: the shipped recipes keep these selectors as their source under `mmfreeze:` (MF006
+    # compiles them there in the framework's environment: tests/nemo/test_rates_through_framework.py).
+    result = CliRunner().invoke(cli, ["migrate", "--disable", "MF006", *map(str, copies)])
     assert result.exit_code == 0, result.output
     assert "3 files: 3 preserved" in result.output
     assert "optimizer.param_group_overrides[0]: pattern '\\\\.mlp\\\\.gate\\\\.weight$' -> glob: " \
            "model.language_model.layers.*.mlp.gate" in result.output
     yaml = YAML(typ="safe", pure=True)
     for copy in map(Path, copies):
-        shipped = next(EXAMPLE_CONFIGS.rglob(copy.name))
-        assert yaml.load(copy.read_text()) == yaml.load(shipped.read_text()), copy.name
+        shipped = load_recipe(next(EXAMPLE_CONFIGS.rglob(copy.name))).document  # its source in place
+        migrated = yaml.load(copy.read_text())
+        assert (migrated["optimizer"], migrated["freeze_config"]) == (shipped["optimizer"], shipped["freeze_config"])
         changed = [line for line in copy.read_text().splitlines() if line not in (ORIGINALS / copy.name).read_text()]
         assert changed and all(line.lstrip().startswith("- {") for line in changed), changed

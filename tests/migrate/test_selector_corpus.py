@@ -25,6 +25,7 @@ from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files, write_changed
+from mmfreeze.recipes.compiled import read_layout
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.resolver.overrides import override_specs
@@ -76,10 +77,15 @@ def test_every_rewritten_recipe_freezes_what_the_framework_froze(extended_run, s
         recipe = load_recipe(path)
         structure = structure_of(model_request(recipe))
         overrides = override_specs(recipe.module_overrides)
-        original = compute_frozen_set(structure, yaml.load(result.old_text), source=result.display, override_specs=overrides)
-        rewritten = compute_frozen_set(structure, yaml.load(result.new_text), source=result.display, override_specs=overrides)
-        assert rewritten.vocabulary == "new", result.display
-        assert rewritten.frozen == original.frozen, result.display
+        # a compiled corpus recipe means its source (its compiled paths may be another model tree's)
+        before = read_layout(yaml.load(result.old_text), source=result.display).document
+        original = compute_frozen_set(structure, before, source=result.display, override_specs=overrides)
+        written = yaml.load(result.new_text)
+        source = read_layout(written, source=result.display).document  # the (modality, role) source under `mmfreeze:`
+        rewritten = compute_frozen_set(structure, source, source=result.display, override_specs=overrides)
+        compiled = compute_frozen_set(structure, written, source=result.display, override_specs=overrides)
+        assert rewritten.vocabulary == "new" and compiled.vocabulary == "selectors", result.display
+        assert rewritten.frozen == original.frozen == compiled.frozen, result.display
 
 
 def test_every_rewritten_python_call_is_proven_on_its_bound_models(extended_run, structure_of):

@@ -14,7 +14,7 @@ import pytest
 
 from mmfreeze.freeze.keys import detect_vocabulary
 from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT, recipes_under
-from tests.nemo.framework_pipeline import BUILDERS, framework_outcome, mmfreeze_outcome, read_recipe
+from tests.nemo.framework_pipeline import BUILDERS, framework_outcome, read_recipe
 from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.framework, requires_framework]

@@ -65,6 +65,8 @@ def rewrite(text: str, context: YamlContext) -> str:
     start, end = key_span(lines, key_position(_document(lines, context), "freeze_config")[0], 0)
     block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol)]
     if has_source:
+        if start > 0 and lines[start - 1].rstrip("\r\n") == COMPILED_NOTE:
+            start -= 1  # compiled before: the note goes with the block it stands on
         lines[start:end] = block
         return _with_compiled_for(lines, compiled.compiled_for, context, pad, eol)
     source = [f"{pad}{SOURCE_NOTE}{eol}", *(pad + text_line if text_line.strip() else text_line
