@@ -6,7 +6,8 @@ Two releases differ in ways a frozen set can show (both read from the framework'
   `unfreeze_modules` selectors) and compiles a LoRA wildcard so that ``*.layers.1.*`` does not
   also select ``layers.10``;
 - **0.6** read `freeze_config` with ``dict.get`` (other keys ignored, values by truthiness) and
-  compiled every ``*`` to ``.*``.
+  compiled every ``*`` to ``.*``. mmfreeze reports a key 0.6 ignored as an input error all the same:
+  a misspelt key trained as if absent.
 
 The release is the repository's, never guessed per recipe (a typo that 0.6 ignored and 0.7 rejects
 is a typo, not a sign of 0.6): ``[tool.mmfreeze] framework``, else the installed nemo-automodel's,

@@ -10,6 +10,8 @@ module path (aliases included, root excluded) with checkpoint and compile wrappe
 removed; it takes the module's whole subtree; one that matches no parameter is an error.
 
 0.6 read the section with ``dict.get``: other keys ignored, values by truthiness, no selectors.
+A key 0.6 ignored is an input error here all the same (with a did-you-mean): a misspelt
+``freeze_vison_tower`` trained as if it were absent, the silent change mmfreeze exists to catch.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.keys import (
     BOOLEAN_KEYS,
     FRAMEWORK_KEYS,
+    RELEASE_06_KEYS,
     SECTION,
     SELECTOR_KEYS,
     VIDEO_EMBEDDER_KEY,
+    release_06_problems,
     strict_problems,
 )
 from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING, LegacyFlag, flag_matches, plan_legacy_freeze
@@ -55,8 +59,15 @@ class FrameworkFreezeConfig:
 def parse_framework_freeze_config(
     section: Mapping[str, Any], rules: FrameworkRules, *, source: str | None = None
 ) -> FrameworkFreezeConfig:
-    """The section as ``rules.release`` reads it; under 0.7 anything it rejects is an error."""
+    """The section as ``rules.release`` reads it; anything 0.7 rejects, or 0.6 ignores, is an error."""
     if rules.release == "0.6":
+        ignored = release_06_problems(section)
+        if ignored:
+            raise FreezeConfigError(
+                f"nemo-automodel 0.6 ignores {'; '.join(ignored)}: it reads freeze_config with dict.get and trains "
+                f"as if the key were absent; valid keys under 0.6: {', '.join(RELEASE_06_KEYS)}",
+                source=source, key=SECTION,
+            )
         flags = {flag.key: bool(section.get(flag.key, flag.default)) for flag in LEGACY_FLAGS}
         return FrameworkFreezeConfig(rules=rules, flags={**flags, VIDEO_EMBEDDER_KEY: bool(section.get(VIDEO_EMBEDDER_KEY))})
     problems = strict_problems(section)

@@ -24,6 +24,9 @@ FRAMEWORK_KEYS = (*SELECTOR_KEYS, *BOOLEAN_KEYS)
 IGNORED_KEYS = ("freeze_embeddings",)
 """Read by nothing in the legacy training code, yet common in recipes."""
 LEGACY_KEYS = frozenset({*BOOLEAN_KEYS, *IGNORED_KEYS})
+RELEASE_06_KEYS = (*BOOLEAN_KEYS, *IGNORED_KEYS)
+"""The keys a 0.6-era section may hold: the four flags 0.6 read with ``dict.get``, and
+``freeze_embeddings``, which its recipes carried (0.7 rejects it; `mmfreeze migrate` removes it)."""
 
 Vocabulary = Literal["absent", "legacy", "selectors", "new"]
 
@@ -71,4 +74,18 @@ def strict_problems(section: Mapping[str, Any]) -> list[str]:
         value = section.get(key)
         if value is not None and not isinstance(value, bool):
             problems.append(f"{SECTION}.{key}: {value!r} (not a boolean)")
+    return problems
+
+
+def release_06_problems(section: Mapping[str, Any]) -> list[str]:
+    """The keys of ``section`` that 0.6 never read: it took the flags with ``dict.get`` and
+    trained as if any other key were absent, so a misspelt flag changed nothing, silently."""
+    problems = []
+    for key in section:
+        if key in RELEASE_06_KEYS:
+            continue
+        if key in SELECTOR_KEYS:
+            problems.append(f"{SECTION}.{key}: module selectors came with 0.7; 0.6 ignores them")
+        else:
+            problems.append(f"{SECTION}.{key}: unknown key{did_you_mean(str(key), RELEASE_06_KEYS, cutoff=0.8)}")
     return problems

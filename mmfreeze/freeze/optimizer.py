@@ -5,7 +5,15 @@ a list of ``{pattern, lr_mult, wd_mult}``, each pattern a Python regex matched w
 against the canonical parameter name; the first matching entry takes a trainable tensor, the rest
 stay in the default group. ``ParamGroupOverride(**entry)`` is all the validation it does, so a
 pattern that does not compile, or a multiplier that is not a number, fails later, at the first
-optimizer step. Here both are input errors that name the entry.
+optimizer step. Here both are input errors that name the entry, and so is a multiplier that is NaN
+or infinite (0.7.0 trains on with it: every step of that group is NaN).
+
+The patterns come from the recipe, so mmfreeze never runs them on Python's backtracking ``re``: a
+pattern such as ``^(?:.|.)+\\d$`` takes exponential time on a long parameter name, and would hang
+a check (the framework hangs on it at the first optimizer step). They run on the ``regex``
+package in its ``VERSION0`` mode, which reads Python's syntax as ``re`` does, under a time limit
+per entry (:class:`PatternSearch`, :data:`PATTERN_SECONDS`); a pattern that exceeds it is an input
+error naming the entry. Validity is still ``re``'s: a pattern ``re.compile`` rejects is an error.
 
 An entry may name its tensors with the `(modality, role)` vocabulary instead of a regex, with the
 selectors of `freeze_config` (:mod:`mmfreeze.freeze.config`), resolved on the model::
@@ -33,10 +41,14 @@ rate, silently.
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import regex
 
 from mmfreeze.exceptions import FreezeConfigError, RecipeError
 from mmfreeze.freeze.config import LAYERS_KEY, RANGE_KEYS, LayerRange, parse_layer_range
@@ -57,6 +69,10 @@ FRAMEWORK_KEYS = (PATTERN_KEY, *RATE_KEYS)
 """What nemo-automodel 0.7.0's ``ParamGroupOverride`` takes."""
 DION_NAMES = frozenset({"Dion", "Dion2", "Muon", "NorMuon"})
 """The class names ``is_dion_optimizer`` recognises; their typed configs (``MuonConfig``, ...) too."""
+PATTERN_SECONDS = 2.0
+"""How long one entry's pattern may take over all the parameter names of one model, in processor
+time (``regex`` measures its timeout so: a loaded machine takes longer by the clock for the same
+work). A plain pattern takes a few microseconds per name (0.05 s on 20,000 MoE expert tensors)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,16 +99,19 @@ class GroupOverride:
     selector: RateSelector | None = None
     lr_mult: float = 1.0
     wd_mult: float = 1.0
+    source: str | None = field(default=None, compare=False)
+    """The recipe as messages name it (errors found when the pattern runs name it)."""
 
     @property
     def key(self) -> str:
         return f"{SECTION}.{OVERRIDES}[{self.index}]"
 
-    @property
-    def regex(self) -> re.Pattern[str]:
+    def search(self, *, source: str | None = None, seconds: float = PATTERN_SECONDS) -> PatternSearch:
+        """A fresh ``re.search`` of the pattern, bounded to ``seconds`` over every name it is asked about."""
         if self.pattern is None:
             raise ValueError(f"{self.key} names its tensors with a selector, not a regex")
-        return re.compile(self.pattern)
+        return PatternSearch(pattern=self.pattern, key=f"{self.key}.{PATTERN_KEY}", source=source or self.source,
+                             seconds=seconds)
 
     @property
     def rate(self) -> tuple[float, float]:
@@ -128,6 +147,52 @@ class OptimizerSection:
         return tuple(override for override in self.overrides if override.selector is not None)
 
 
+class PatternSearch:
+    """``re.search(pattern, name) is not None`` with Python's semantics, run by ``regex``
+    (``VERSION0``) under one time budget shared by every call: a pattern that backtracks on the
+    model's names is a :class:`RecipeError` naming ``key`` within ``seconds``, not a hang."""
+
+    def __init__(self, *, pattern: str, key: str, source: str | None, seconds: float = PATTERN_SECONDS) -> None:
+        self.pattern = pattern
+        self.key = key
+        self.source = source
+        self.seconds = seconds
+        self._compiled = compile_bounded(pattern, key=key, source=source)
+        self._left = seconds
+
+    def __call__(self, name: str) -> bool:
+        started = time.process_time()
+        try:
+            if self._left <= 0:  # regex reads timeout=0 as "already out of time" too
+                raise TimeoutError
+            found = self._compiled.search(name, timeout=self._left)
+        except TimeoutError:
+            raise RecipeError(
+                f"pattern {self.pattern!r} did not finish matching this model's parameter names within "
+                f"{self.seconds:g} s of processor time (last tried: {name}): it backtracks, as a repeated group whose branches match "
+                "the same text does (`(?:.|.)+`, `(a+)+`), and nemo-automodel's re.search would hang on it at the "
+                "first optimizer step; write it without nested or overlapping repetition",
+                source=self.source, key=self.key) from None
+        self._left -= time.process_time() - started
+        return found is not None
+
+
+def compile_bounded(pattern: str, *, key: str, source: str | None) -> regex.Pattern[str]:
+    """``pattern`` for :class:`PatternSearch`: valid for ``re`` (the framework's engine) and compiled
+    by ``regex`` in ``VERSION0``, whose matching is ``re``'s; a :class:`RecipeError` naming ``key`` if not."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise RecipeError(f"{pattern!r} is not a Python regex ({error}); it is matched with re.search against "
+                          "parameter names", source=source, key=key) from None
+    try:
+        return regex.compile(pattern, flags=regex.VERSION0)
+    except (regex.error, ValueError) as error:
+        raise RecipeError(f"{pattern!r} is a Python regex that mmfreeze cannot run with a time limit (the regex "
+                          f"package rejects it: {error}); write it without that construct",
+                          source=source, key=key) from None
+
+
 def parse_optimizer(document: Mapping[str, Any], *, source: str | None = None) -> OptimizerSection | None:
     """The recipe's optimizer section; ``None`` without one. A malformed override is a
     :class:`RecipeError` naming the entry and what is valid."""
@@ -161,26 +226,30 @@ def parse_override(index: int, entry: Any, source: str | None) -> GroupOverride:
                 f"with {', '.join(SELECTOR_KEYS)} instead of pattern", source=source, key=f"{key}.{name}")
     rates = {name: _multiplier(entry, name, key, source) for name in RATE_KEYS}
     if kinds == [PATTERN_KEY]:
-        return GroupOverride(index=index, pattern=_pattern(entry[PATTERN_KEY], key, source), **rates)
-    return GroupOverride(index=index, selector=_selector(entry, kinds[0], index, source), **rates)
+        return GroupOverride(index=index, pattern=_pattern(entry[PATTERN_KEY], key, source), source=source, **rates)
+    return GroupOverride(index=index, selector=_selector(entry, kinds[0], index, source), source=source, **rates)
 
 
 def _pattern(pattern: Any, key: str, source: str | None) -> str:
     if not isinstance(pattern, str) or not pattern:
         raise RecipeError(f"must be a non-empty regex string, got {pattern!r}", source=source, key=f"{key}.pattern")
-    try:
-        re.compile(pattern)
-    except re.error as error:
-        raise RecipeError(f"{pattern!r} is not a Python regex ({error}); it is matched with re.search against "
-                          "parameter names", source=source, key=f"{key}.pattern") from None
+    compile_bounded(pattern, key=f"{key}.pattern", source=source)
     return pattern
 
 
 def _multiplier(entry: Mapping[str, Any], name: str, key: str, source: str | None) -> float:
     value = entry.get(name, 1.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:  # NaN passes `< 0`
         raise RecipeError(f"must be a non-negative number, got {value!r}", source=source, key=f"{key}.{name}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range
+        number = math.inf
+    if not math.isfinite(number):
+        raise RecipeError(f"must be a finite number, got {value!r}: the scheduler multiplies the group's rate by it, "
+                          "so every step of the group would be NaN or infinite (nemo-automodel 0.7.0 accepts it "
+                          "silently)", source=source, key=f"{key}.{name}")
+    return number
 
 
 def _selector(entry: Mapping[str, Any], kind: str, index: int, source: str | None) -> RateSelector:

@@ -7,7 +7,9 @@ are never grouped. The differential tests run the framework's function on meta-b
 compare, tensor by tensor (``tests/framework/test_param_groups.py``). A selector entry
 (:mod:`mmfreeze.freeze.optimizer`) takes the tensors its selector selects on the resolved model
 (:func:`select_rates`), in the same place in the same first-match order; the integration hands the
-framework's function exactly those names.
+framework's function exactly those names. Patterns come from the recipe and run time-bounded, with
+``re``'s semantics (:class:`mmfreeze.freeze.optimizer.PatternSearch`): one that backtracks is an
+input error, not a hang.
 
 What the framework leaves silent is an input error here (:func:`check_overrides`): an entry that
 matches no parameter, one that matches only frozen ones, one that earlier entries fully shadow,
@@ -111,14 +113,16 @@ def _role_names(group: str, targets: FreezeTargets) -> tuple[frozenset[str], str
 
 def assign_groups(
     names: Sequence[str], trainable: Iterable[str], overrides: Sequence[GroupOverride], selected: Selected | None = None,
+    *, source: str | None = None,
 ) -> ParamGroups:
     """``names`` in model order; the first matching override takes each trainable one. A pattern
-    entry matches by ``re.search`` on the canonical name, a selector entry by membership in
-    ``selected[index]``."""
+    entry matches by ``re.search`` on the canonical name (time-bounded: one that backtracks is a
+    :class:`RecipeError` naming ``source``, else the entry's own recipe), a selector entry by
+    membership in ``selected[index]``."""
     trainable = frozenset(trainable)
     selected = selected or {}
-    compiled = [(override, override.regex.search if override.selector is None else selected[override.index].__contains__)
-                for override in overrides]
+    compiled = [(override, override.search(source=source) if override.selector is None
+                 else selected[override.index].__contains__) for override in overrides]
     group_of: dict[str, GroupOverride] = {}
     matched: dict[int, list[str]] = {override.index: [] for override in overrides}
     for name in names:
@@ -152,7 +156,7 @@ def check_overrides(
             f"`{SCHEDULER}` section: the multipliers are applied only by the LR scheduler, which a recipe builds from "
             f"that section, so every group trains at the base rate ({SILENT}); add one, e.g. "
             f"`{SCHEDULER}: {{lr_decay_style: constant}}`", source=source, key=rated.key)
-    groups = assign_groups(names, trainable, section.overrides, selected)
+    groups = assign_groups(names, trainable, section.overrides, selected, source=source)
     for override in section.overrides:
         matched = groups.matched[override.index]
         if not matched:  # a selector that selects nothing failed in select_rates already

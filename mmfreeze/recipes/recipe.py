@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ruamel.yaml import YAML
+from ruamel.yaml import YAML, events
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from mmfreeze.exceptions import MmfreezeError, RecipeError
+from mmfreeze.exceptions import MmfreezeError, RecipeError, first_line
 from mmfreeze.recipes.compiled import CompiledSections, as_framework_reads, read_layout
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS, DrafterSection, parse_drafter
 from mmfreeze.recipes.interpolation import resolve_references
@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 TRAINABILITY_SECTIONS = ("freeze_config", "peft", "multimodal")
 """The recipe sections that decide what trains (with the model): the frozen-set engine reads
 these and nothing else, so they key its cache."""
+MAX_YAML_DEPTH = 64
+"""How deep a YAML file may nest collections, aliases expanded (the bundled recipes nest 6 deep).
+The loaders recurse once per level: ruamel's pure composer (round-trip loads) runs out of
+Python stack near 250 levels, libyaml's C composer out of C stack (a segfault) near 100,000."""
+MAX_ALIAS_NODES = 10_000
+"""How many nodes all the aliases of a YAML file may add to its document, each counted expanded
+(an alias of an anchored list of 5 scalars adds 6). A recipe's `<<: *defaults` adds a few dozen;
+an alias bomb (anchors of anchors, "billion laughs") adds billions."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +132,7 @@ def parse_yaml_text(
     Plain-data loads use libyaml's parser (ruamel.yaml.clib, about 4x faster on recipes); the
     constructor stays ruamel's, so YAML 1.2 semantics and duplicate-key errors are the same.
     """
+    check_yaml_bounds(text, source=source, error_type=error_type)
     try:
         return YAML(typ=typ, pure=typ != "safe").load(text)
     except MarkedYAMLError as error:
@@ -132,6 +141,107 @@ def parse_yaml_text(
         raise error_type(f"YAML does not parse: {error.problem or error.context}", source=where) from error
     except YAMLError as error:
         raise error_type(f"YAML does not parse: {error}", source=source) from error
+    except (ValueError, TypeError, LookupError) as error:  # ruamel's constructors: `2024-13-45`, `!!int x`, `? {a: b}`
+        raise error_type(f"YAML does not load: a value cannot be built ({type(error).__name__}: {first_line(error)})",
+                         source=source) from error
+    except RecursionError as error:  # check_yaml_bounds refuses what nests this deep: never expected
+        raise error_type(f"YAML nests too deep to load ({first_line(error)})", source=source) from error
+
+
+def check_yaml_bounds(text: str, *, source: str, error_type: type[MmfreezeError] = RecipeError) -> None:
+    """Refuse, before any loader builds a node, YAML that nests deeper than :data:`MAX_YAML_DEPTH`
+    or whose aliases add more than :data:`MAX_ALIAS_NODES` nodes (or refer to themselves).
+
+    Text without an anchor (``&``) and well inside the depth bound (:func:`text_depth_bound`, almost
+    every recipe) needs no more. Otherwise the check is exact: libyaml's event stream (no
+    recursion, no nodes built), stopped at the first excess. Where libyaml finds a syntax error,
+    ruamel's pure parser (which round-trip loads use, and which may read further) is scanned too;
+    where that fails as well, the loader reports the error at the same place, having built only
+    what was scanned.
+    """
+    if "&" not in text and text_depth_bound(text) <= MAX_YAML_DEPTH:
+        return
+    for pure in (False, True):
+        try:
+            _scan_events(YAML(typ="safe", pure=pure).parse(text), source=source, error_type=error_type)
+            return
+        except YAMLError:
+            continue
+
+
+def text_depth_bound(text: str) -> int:
+    """An upper bound on how deep ``text`` nests, read from the characters alone.
+
+    A block collection nested in another starts at a greater column, but for a sequence written
+    at its key's indentation: so a path of block collections has at most two per column up to the
+    column of its innermost parent. A parent's column is at most the leading run of blanks and
+    ``-``, ``?``, ``:`` indicators of the line its child starts on (node properties can precede
+    only a mapping, and only the innermost collection on a line), so at most ``C``, the longest
+    such run, and the path is at most ``2 * C + 4`` deep. Flow collections, innermost, add at most
+    one level per ``{`` and two per ``[`` (a sequence, and the single-pair mapping an entry
+    ``k: v`` makes in it). Lines are split as YAML 1.1 splits them (and more)."""
+    run = max((len(line) - len(line.lstrip(" \t-?:\ufeff")) for line in text.splitlines()), default=0)
+    return 2 * run + 4 + 2 * text.count("[") + text.count("{")
+
+
+class _Node:
+    """A collection being read: its anchor, and its size and height, aliases expanded."""
+
+    __slots__ = ("anchor", "nodes", "height")
+
+    def __init__(self, anchor: str | None) -> None:
+        self.anchor, self.nodes, self.height = anchor, 1, 1
+
+    def add(self, nodes: int, height: int) -> None:
+        self.nodes += nodes
+        self.height = max(self.height, height + 1)
+
+
+def _scan_events(stream: Any, *, source: str, error_type: type[MmfreezeError]) -> None:
+    open_nodes: list[_Node] = []
+    anchored: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) of the node it names
+    added = 0
+    for event in stream:
+        if isinstance(event, events.DocumentStartEvent):
+            anchored.clear()  # anchors are per document
+        elif isinstance(event, events.CollectionStartEvent):
+            open_nodes.append(_Node(event.anchor))
+            _check_depth(len(open_nodes), event, source, error_type)
+        elif isinstance(event, events.CollectionEndEvent):
+            node = open_nodes.pop()
+            if node.anchor is not None:
+                anchored[node.anchor] = (node.nodes, node.height)
+            if open_nodes:
+                open_nodes[-1].add(node.nodes, node.height)
+        elif isinstance(event, events.ScalarEvent):
+            if event.anchor is not None:
+                anchored[event.anchor] = (1, 0)
+            if open_nodes:
+                open_nodes[-1].add(1, 0)
+        elif isinstance(event, events.AliasEvent):
+            if any(node.anchor == event.anchor for node in open_nodes):
+                raise error_type(f"the YAML alias *{event.anchor} names a node that contains it: a recursive "
+                                 "document cannot be a recipe", source=_at(event, source))
+            nodes, height = anchored.get(event.anchor, (1, 0))  # an undefined anchor: the loader says so
+            added += nodes
+            if added > MAX_ALIAS_NODES:
+                raise error_type(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (here *{event.anchor} "
+                                 f"adds {nodes:,}): an alias bomb is refused before it is expanded; write the "
+                                 "repeated part out, or alias less", source=_at(event, source))
+            _check_depth(len(open_nodes) + height, event, source, error_type)
+            if open_nodes:
+                open_nodes[-1].add(nodes, height)
+
+
+def _at(event: Any, source: str) -> str:
+    """``file:line`` of an event (its start)."""
+    return f"{source}:{event.start_mark.line + 1}" if event.start_mark is not None else source
+
+
+def _check_depth(depth: int, event: Any, source: str, error_type: type[MmfreezeError]) -> None:
+    if depth > MAX_YAML_DEPTH:
+        raise error_type(f"YAML nests deeper than {MAX_YAML_DEPTH} levels (aliases expanded): refused before a "
+                         "parser recurses into it; a recipe nests a few levels", source=_at(event, source))
 
 
 def load_recipe(
