@@ -51,6 +51,7 @@ PROBE_CHANGES = {
     "example_configs/vlm_finetune/llama4/llama4_scout_chartqa_ep.yaml": LLAMA4_LOST,
     "example_configs/vlm_peft/llama4/llama4_scout_lora_docvqa.yaml": LLAMA4_LOST,
     "example_configs/vlm_peft/kimi_k25/kimi_k25_lora_docvqa.yaml": {"text+video": ("not probed", SHRUNKEN)},
+    "example_configs/vlm_finetune/minimax_m3/minimax_m3_vl_medpix_ep32.yaml": {"text+image": ("not probed", SHRUNKEN)},
     "example_configs/vlm_finetune/gemma4_joint_drafter/gemma4_e2b_joint_drafter_medpix.yaml":
         {"text+image": (SHRUNKEN, "not probed")},
 }
@@ -59,7 +60,9 @@ PROBE_CHANGES = {
 output, which has none, on every forward; 5.24.0's ``Gemma4TextModel`` slices the per-layer inputs
 a drafter does not have (``_maybe_slice_kv_shared_inputs``) on any sequence longer than one token;
 5.18.0's ``Kimi_K25Model`` splits a clip's pooled features by the patch count before the temporal
-pooling, so a clip of more than one frame never matches."""
+pooling, so a clip of more than one frame never matches; 5.18.0's ``MiniMaxM3VLMultiModalProjector``
+takes another patch layout than 5.24.0's, which mmfreeze's MiniMax-M3 image batch follows (a matmul
+shape error there: mmfreeze's batch, not the model, so this is a probe left to the next release)."""
 RENAMES_518_TO_524 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
                       "language_model": ("thinker.model.*", "thinker.model.language_model.*"),
                       "visual": ("thinker.visual.*", "thinker.model.visual.*")}

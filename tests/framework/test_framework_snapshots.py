@@ -109,7 +109,7 @@ def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(re
     copied = tmp_path / "recipes" / source.name
     copied.parent.mkdir()
     text = source.read_text(encoding="utf-8")
-    named = re.sub(r"(\n  audio: \{[^}]*)\}", r"\1, generator: false}", text, count=1)
+    named = re.sub(r"(\n +audio: \{[^}]*)\}", r"\1, generator: false}", text, count=1)  # the source, under `mmfreeze:`
     assert named != text
     copied.write_text(named, encoding="utf-8")
     with pytest.raises(MmfreezeError, match="no role 'generator'"):
