@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -23,12 +24,12 @@ from mmfreeze.cli.options import (
 )
 from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_recipes_in_each
 from mmfreeze.disk_cache import cache_directory
-from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.models.batch import BuildTick, start_workers
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, render_markdown
-from mmfreeze.snapshots.results import SnapshotRunResult
-from mmfreeze.snapshots.plugin import SnapshotRun
+from mmfreeze.snapshots.results import SnapshotRunResult, unchecked_outcome
+from mmfreeze.snapshots.plugin import SnapshotRun, report_key
 from mmfreeze.snapshots.run import Mode, run_snapshots
 from mmfreeze.versions import snapshot_release_warning
 
@@ -116,6 +117,13 @@ def snapshot(
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
+    except OSError as error:  # a folder under PATHS that cannot be listed: its recipes cannot be checked
+        report_error(RecipeError(f"cannot read: {error.strerror or error}", source=error.filename and str(error.filename)))
+        raise SystemExit(ExitCode.INPUT_ERROR) from None
+    if result.interrupted:
+        err.print(f"interrupted: {len(result.outcomes)} of {len(recipes)} recipes checked, no report", markup=False)
+        raise SystemExit(INTERRUPTED)
+    account_for_every_recipe(result, recipes, run)
     for message in [*result.warnings, snapshot_release_warning(_releases_made_with(result))]:
         if message is not None:
             warn(message)
@@ -126,6 +134,27 @@ def snapshot(
     if result.missing_configs:
         report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
+
+
+INTERRUPTED = 128 + signal.SIGINT
+"""The exit status of a run SIGINT stopped, as a shell reports a process the signal ended."""
+
+
+def account_for_every_recipe(result: SnapshotRunResult, recipes: tuple[Path, ...], run: SnapshotRun) -> None:
+    """Exit 0 means every recipe under PATHS was checked: one the session reported nothing on (it
+    never collected or ran it) becomes an input error naming it, whatever the session's status."""
+    keys = {report_key(path, run.root): path for path in recipes}
+    for key in result.unreported(keys):
+        result.outcomes.append(unchecked_outcome(key, run.snapshot_name(key), _why_unread(keys[key], run)))
+
+
+def _why_unread(path: Path, run: SnapshotRun) -> str | None:
+    """Why a recipe the session never collected may have escaped it: it cannot be read (a link loop)."""
+    try:
+        run.loading.documents.read(path)
+    except MmfreezeError as error:
+        return error.message
+    return None if path.is_file() else "not a regular file"
 
 
 PYTEST_SELECTORS = ("::", "[", "]")

@@ -7,23 +7,30 @@ are forked from a forkserver that imported torch and transformers once, so the i
 once and its memory (about 0.5 GB for a CUDA build of torch) is shared copy-on-write instead of
 being private to every worker. Results do not depend on the worker count: a structure is a pure
 function of its key.
+
+No process outlives the command: the forkserver dies with it (:mod:`mmfreeze.models.forkserver_exit`),
+each worker watches it (:func:`exit_with_parent`), and an interrupted build stops its workers
+(:func:`_stop_workers`) instead of waiting for their builds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import multiprocessing
-import time
+import multiprocessing.connection
 import multiprocessing.forkserver
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError
+from mmfreeze.exceptions import EnvironmentBuildError, MmfreezeError, first_line
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import BuildSpec
 from mmfreeze.models.composite import DrafterBuild
@@ -45,6 +52,10 @@ WORKER_DIED = (
     "out-of-memory killer, or crashed); --workers 1 builds in this process instead"
 )
 PRELOAD = ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "mmfreeze.models.loader")
+EXIT_WITH_PARENT = "mmfreeze.models.forkserver_exit"
+"""Preloaded first, when the main thread starts the forkserver: the server dies with this process."""
+STOP_SECONDS = 5.0
+"""How long an interrupted build waits for each killed worker to be gone."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,9 +163,8 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
     if workers <= 1:
         yield from (outcome for group in groups.values() for outcome in _build_group(group))
         return
-    with ProcessPoolExecutor(
-        max_workers=min(workers, len(groups)), mp_context=_forkserver(), initializer=_start_worker
-    ) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=_forkserver(), initializer=_start_worker)
+    try:
         futures = {pool.submit(_build_group, group): group for group in groups.values()}
         for future in as_completed(futures):
             try:
@@ -162,6 +172,23 @@ def _build_all(pending: list[_Pending], workers: int) -> Iterator[Built]:
             except BrokenProcessPool:
                 for key, _, _, display_path, _, _, _ in futures[future]:
                     yield key, EnvironmentBuildError(WORKER_DIED, source=display_path, key="model"), 0.0
+    except BaseException:  # SIGINT, or the caller stopped early (GeneratorExit): no build is worth finishing
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers now. ``shutdown`` alone waits for every running build (a minute for a
+    large model's probes); Python 3.14's ``terminate_workers`` does this, 3.11 has no public way."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):  # already gone, or already closed
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(ValueError):
+            process.join(STOP_SECONDS)
 
 
 def _start_worker() -> None:
@@ -172,16 +199,35 @@ def _start_worker() -> None:
     single-process time when two ran at once (Qwen3.5-35B's, 5 s alone, 40 s, measured)."""
     import torch
 
+    exit_with_parent()
     gc.freeze()
     torch.set_num_threads(1)
+
+
+def exit_with_parent() -> None:
+    """End this worker as soon as the process that asked for it ends: a thread waits on the pipe
+    that process holds open for each worker (``multiprocessing.parent_process().sentinel``), which
+    reads as closed when it is gone, however it ended (SIGTERM, SIGKILL, a crash). The parent of a
+    worker is the forkserver, so ``PR_SET_PDEATHSIG`` would watch the wrong process."""
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)  # the command is gone: nobody reads what this worker would build
+
+    threading.Thread(target=watch, name="mmfreeze-exit-with-parent", daemon=True).start()
 
 
 def _forkserver() -> multiprocessing.context.BaseContext:
     """Workers forked from a server that has the libraries imported, never from this process
     (which may hold threads) and never spawned (which would repeat the import per worker).
-    Idempotent: the server is started once per process."""
+    Idempotent: the server is started once per process. Started by the main thread, the server
+    dies with this process (:data:`EXIT_WITH_PARENT`); the workers watch it in either case."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    context.set_forkserver_preload([EXIT_WITH_PARENT] * on_main_thread + list(PRELOAD))
     multiprocessing.forkserver.ensure_running()
     return context
 
@@ -203,5 +249,9 @@ def _build_group(jobs: list[Job]) -> list[Built]:
             ).to_json()
         except MmfreezeError as error:
             value = error
+        except Exception as error:  # noqa: BLE001  a fault of this build only: the other builds go on
+            text = first_line(error)
+            value = EnvironmentBuildError(f"building the model failed unexpectedly: {type(error).__name__}"
+                                          + (f": {text}" if text else ""), source=display_path, key="model")
         outcomes.append((key, value, time.perf_counter() - started))
     return outcomes

@@ -41,6 +41,16 @@ def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec =
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
+STRUCTURE_SHAPE: Mapping[str, type] = {
+    "format": int, "class_name": str, "class_module": str, "modules": dict, "module_aliases": dict,
+    "root_attributes": dict, "linear_modules": list, "config_facts": dict, "build_note": str, "built_by": str,
+    "parts": list, "composite_frozen": list, "checkpoint_renames": dict, "mixes": list, "probes": list,
+    "parameters": list,
+}
+"""The JSON type of each field :meth:`ModelStructure.to_json` writes: an entry of another shape is
+damaged (hand-edited, or written by other code), and a miss."""
+
+
 class StructureCache(DiskCache[ModelStructure]):
     """Model structures by :func:`structure_key`."""
 
@@ -50,4 +60,21 @@ class StructureCache(DiskCache[ModelStructure]):
         return value.to_json()
 
     def decode(self, data: Any) -> ModelStructure:
+        check_structure_shape(data)
         return ModelStructure.from_json(data)
+
+
+def check_structure_shape(data: Any) -> None:
+    """``ValueError`` unless ``data`` has the fields and JSON types a stored structure has, its
+    parameters each ``[name, [sizes], requires_grad, [aliases]]``: a value of the wrong type would
+    otherwise be read, and fail (or mislead) far from the cache."""
+    if not isinstance(data, dict) or set(data) != set(STRUCTURE_SHAPE):
+        raise ValueError("not a stored structure: its fields differ")
+    wrong = [name for name, kind in STRUCTURE_SHAPE.items() if not isinstance(data[name], kind)]
+    if wrong:
+        raise ValueError(f"a stored structure's {', '.join(wrong)} of the wrong type")
+    for row in data["parameters"]:
+        if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and isinstance(row[2], bool)
+                and isinstance(row[1], list) and all(type(size) is int and size >= 0 for size in row[1])
+                and isinstance(row[3], list) and all(isinstance(alias, str) for alias in row[3])):
+            raise ValueError(f"a stored structure's parameter is not [name, [sizes], requires_grad, [aliases]]: {row!r:.80}")

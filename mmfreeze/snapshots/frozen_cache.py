@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -123,19 +124,72 @@ class FrozenSetRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FrozenSetRecord:
-        if data.get("format") != RECORD_FORMAT_VERSION:
-            raise ValueError(f"frozen-set record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
-        fields = {name: value for name, value in data.items() if name != "format"}
+        """The record :meth:`to_json` wrote; any other shape or type is a ``ValueError`` (a miss)."""
+        _require(isinstance(data, Mapping) and data.get("format") == RECORD_FORMAT_VERSION,
+                 f"frozen-set record format {_format_of(data)!r} is not {RECORD_FORMAT_VERSION}")
+        _require(set(data) == _RECORD_KEYS, f"frozen-set record keys differ: {sorted(set(data) ^ _RECORD_KEYS)}")
+        for name in _TEXT_FIELDS:
+            _require(isinstance(data[name], str), f"{name} is not text")
+        for name in _COUNT_FIELDS:
+            _require(_is_count(data[name]), f"{name} is not a count")
         adapters = data["adapter_lines"]
-        return cls(**{**fields, "lines": tuple(data["lines"]), "adapter_lines": None if adapters is None else tuple(adapters),
-                      "renames": Renames.from_json(data["renames"]),
-                      "rates": tuple(RateLines(lr_mult=rate["lr_mult"], wd_mult=rate["wd_mult"], lines=tuple(rate["lines"]))
-                                     for rate in data["rates"]),
-                      "reach": tuple(ReachLines(mix=reach["mix"], method=reach["method"], not_probed=reach["not_probed"],
-                                                groups=tuple(GroupLines(label=group["label"], tensors=group["tensors"],
-                                                                        lines=tuple(group["lines"]))
-                                                             for group in reach["groups"]))
-                                     for reach in data["reach"])})
+        return cls(
+            **{name: data[name] for name in (*_TEXT_FIELDS, *_COUNT_FIELDS)},
+            lines=_lines(data["lines"]),
+            adapter_lines=None if adapters is None else _lines(adapters),
+            renames=Renames.from_json(data["renames"]),
+            rates=tuple(RateLines(lr_mult=_rate(rate["lr_mult"]), wd_mult=_rate(rate["wd_mult"]), lines=_lines(rate["lines"]))
+                        for rate in _records(data["rates"])),
+            reach=tuple(ReachLines(mix=_text(reach["mix"]), method=_text(reach["method"]),
+                                   not_probed=_text(reach["not_probed"]),
+                                   groups=tuple(GroupLines(label=_text(group["label"]), tensors=_count(group["tensors"]),
+                                                           lines=_lines(group["lines"]))
+                                                for group in _records(reach["groups"])))
+                        for reach in _records(data["reach"])),
+        )
+
+
+_TEXT_FIELDS = ("architecture", "framework", "transformers", "build_note", "built_by", "mixes")
+_COUNT_FIELDS = ("frozen_tensors", "frozen_parameters", "trainable_tensors", "trainable_parameters")
+_RECORD_KEYS = frozenset({*_TEXT_FIELDS, *_COUNT_FIELDS, "lines", "adapter_lines", "renames", "rates", "reach", "format"})
+
+
+def _require(condition: bool, problem: str) -> None:
+    if not condition:
+        raise ValueError(problem)
+
+
+def _format_of(data: Any) -> Any:
+    return data.get("format") if isinstance(data, Mapping) else type(data).__name__
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _count(value: Any) -> int:
+    _require(_is_count(value), f"{value!r} is not a count")
+    return value
+
+
+def _text(value: Any) -> str:
+    _require(isinstance(value, str), f"{value!r} is not text")
+    return value
+
+
+def _rate(value: Any) -> float:
+    _require(type(value) in (int, float) and math.isfinite(value), f"{value!r} is not a finite rate")
+    return value
+
+
+def _lines(value: Any) -> tuple[str, ...]:
+    _require(isinstance(value, list) and all(isinstance(line, str) for line in value), "stored lines are not a list of text")
+    return tuple(value)
+
+
+def _records(value: Any) -> list[Mapping[str, Any]]:
+    _require(isinstance(value, list) and all(isinstance(item, Mapping) for item in value), "not a list of records")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,11 +207,38 @@ class FailedComputation:
 
     def error(self, *, recipe: str) -> exceptions.MmfreezeError:
         """The error again, restated for ``recipe`` (recipes sharing a computation share it)."""
-        error_type = getattr(exceptions, self.error_type, exceptions.MmfreezeError)
-        return error_type(self.message, source=recipe, key=self.key)
+        return cached_error_type(self.error_type)(self.message, source=recipe, key=self.key)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "failed": True, "format": RECORD_FORMAT_VERSION}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FailedComputation:
+        """The record :meth:`to_json` wrote. Anything else is a ``ValueError``, and so a miss that is
+        computed again: an error type no computation stores (another release's, or a hand-edited
+        record) is never raised, nor guessed at."""
+        _require(data.get("format") == RECORD_FORMAT_VERSION,
+                 f"failure record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
+        _require(set(data) == {"error_type", "message", "key", "failed", "format"}, "failure record keys differ")
+        cached_error_type(_text(data["error_type"]))
+        key = data["key"]
+        return cls(error_type=data["error_type"], message=_text(data["message"]), key=None if key is None else _text(key))
+
+
+def cached_error_type(name: str) -> type[exceptions.MmfreezeError]:
+    """The :mod:`mmfreeze.exceptions` class ``name`` of a stored failure, else ``ValueError``: one
+    that the computation caches (not an error of where a config was found, nor of this machine),
+    and whose constructor takes what the record holds (a message, the recipe and the key)."""
+    error_type = vars(exceptions).get(name)
+    _require(isinstance(error_type, type) and issubclass(error_type, exceptions.MmfreezeError)
+             and not issubclass(error_type, NEVER_CACHED) and error_type.__init__ is exceptions.MmfreezeError.__init__,
+             f"{name!r} is not an error a failure record stores")
+    return error_type
+
+
+NEVER_CACHED = (exceptions.ConfigSourceError, exceptions.EnvironmentBuildError)
+"""Errors decided by something outside the key (where a config is found, what this machine imports):
+:func:`mmfreeze.snapshots.compute._computed_or_failed` never stores them."""
 
 
 CachedComputation = FrozenSetRecord | FailedComputation
@@ -186,8 +267,7 @@ class FrozenSetCache(DiskCache[CachedComputation]):
         return value.to_json()
 
     def decode(self, data: Any) -> CachedComputation:
-        if data.get("failed"):
-            if data.get("format") != RECORD_FORMAT_VERSION:
-                raise ValueError(f"failure record format {data.get('format')!r} is not {RECORD_FORMAT_VERSION}")
-            return FailedComputation(error_type=data["error_type"], message=data["message"], key=data["key"])
+        _require(isinstance(data, Mapping), f"a frozen-set entry is a JSON object, not {type(data).__name__}")
+        if data.get("failed") is True:
+            return FailedComputation.from_json(data)
         return FrozenSetRecord.from_json(data)

@@ -16,6 +16,7 @@ as the command line's, and the ``[tool.mmfreeze]`` settings of the rootdir's pyp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
-from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError
+from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.distributed.native import native_support
 from mmfreeze.models.cache import StructureCache
@@ -65,6 +66,8 @@ class SnapshotRun:
     root: Path
     snapshot_dir: Path
     recipe_roots: tuple[Path, ...]
+    """Absolute and without ``..``, as pytest names the files it collects (``recipes/team/..`` held
+    no file pytest names, and the recipes under it went unchecked)."""
     only_recipes: bool
     """Collect recipes and nothing else (`mmfreeze snapshot` must not import a repository's tests)."""
     loading: LoadingOptions
@@ -85,7 +88,7 @@ class SnapshotRun:
         return cls(
             root=settings.root,
             snapshot_dir=settings.snapshots,
-            recipe_roots=recipe_roots,
+            recipe_roots=tuple(Path(os.path.abspath(path)) for path in recipe_roots),
             only_recipes=only_recipes,
             loading=LoadingOptions(
                 allowed_targets={**DEFAULT_TARGETS, **settings.allow_targets},
@@ -109,6 +112,10 @@ class SnapshotRun:
     def tracks(self, path: Path) -> bool:
         """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
         return path.is_file() and self.finder.is_recipe(path)
+
+    def snapshot_name(self, key: str) -> str:
+        """The snapshot path of the recipe ``key``, as a report names it."""
+        return _relative(self.snapshot_dir / (key + SNAPSHOT_SUFFIX), self.root)
 
     def orphan_scopes(self) -> tuple[Path, ...]:
         """Where snapshots of vanished recipes are looked for. `mmfreeze snapshot`: the mirrors of
@@ -144,8 +151,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if RUN_KEY in config.stash:
-        return  # `mmfreeze snapshot` handed its run in
+    if RUN_KEY not in config.stash:  # else `mmfreeze snapshot` handed its run in
+        config.stash[RUN_KEY] = _run_of(config)
+    run = config.stash[RUN_KEY]
+    config.pluginmanager.register(SessionWatch(run), SessionWatch.name)
+    if run.only_recipes:
+        # A recipe that fails to collect is reported as its input error; the others are still checked.
+        config.option.continue_on_collection_errors = True
+
+
+class SessionWatch:
+    """What the session does outside the recipe items, recorded in the run's result: hooks that
+    pytest calls without the config."""
+
+    name = "mmfreeze-session-watch"
+
+    def __init__(self, run: SnapshotRun) -> None:
+        self.run = run
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A folder or file that could not be collected is an input error naming it, never a
+        recipe left out in silence."""
+        if report.failed and self.run.only_recipes:  # a repository's own run: pytest reports it
+            self.run.result.outcomes.append(collection_outcome(report, self.run))
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """SIGINT (not pytest stopping itself): the outcomes are not every recipe's, and the run says so."""
+        if excinfo.type is KeyboardInterrupt:
+            self.run.result.interrupted = True
+
+
+def collection_outcome(report: pytest.CollectReport, run: SnapshotRun) -> RecipeOutcome:
+    """The input error of a path pytest could not collect, named like the recipe it may be."""
+    key = report_key(Path(os.path.normpath(run.root / report.nodeid.split("::", 1)[0])), run.root)
+    reason = next((line.strip() for line in reversed(report.longreprtext.splitlines()) if line.strip()), "unknown")
+    return RecipeOutcome(recipe=key, snapshot=run.snapshot_name(key), status="input_error",
+                         message=f"{key}: cannot collect it for the check: {reason}")
+
+
+def _run_of(config: pytest.Config) -> SnapshotRun:
+    """A repository's own pytest run: the run from the options, the ini values and ``[tool.mmfreeze]``."""
     option = config.option
     root = config.rootpath
     recipe_roots = [*option.mmfreeze_recipes, *config.getini("mmfreeze_recipes")]
@@ -159,7 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         if option.mmfreeze_exclude is not None:
             settings = replace(settings, exclude=tuple(option.mmfreeze_exclude))
-        config.stash[RUN_KEY] = SnapshotRun.from_settings(
+        return SnapshotRun.from_settings(
             settings,
             recipe_roots=tuple((root / path).absolute() for path in recipe_roots),
             only_recipes=False,
@@ -182,17 +227,31 @@ def _settings(root: Path, checks_recipes: bool) -> Settings:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build every distinct model that is needed once, in parallel, before the per-recipe items run."""
+    """Build every distinct model that is needed once, in parallel, before the per-recipe items run.
+
+    Only work is saved here: each item computes what is missing on its own. A fault while building
+    ahead (not an input error: those wait for their recipe's item) is a warning, never the end of
+    the session, which would leave every recipe unchecked."""
     run = session.config.stash[RUN_KEY]
     paths = [item.path for item in session.items if isinstance(item, RecipeItem) and item.location_error is None]
-    if paths:
+    if not paths:
+        return
+    try:
         prefetch(paths, run.loading, workers=run.workers, on_build=run.on_build)
+    except Exception as error:  # noqa: BLE001  reported, and each recipe is then checked on its own
+        run.result.warnings.append(f"building the models ahead stopped ({unexpected_error(error)}); "
+                                   "each recipe was checked on its own")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     run = config.stash[RUN_KEY]
     if collection_path.is_dir():
-        return True if collection_path.name in SKIPPED_DIRS and run.recipe_roots else None
+        if collection_path.name in SKIPPED_DIRS and run.recipe_roots:
+            return True
+        # `mmfreeze snapshot` walks the folders discovery walks: pytest's own norecursedirs (`.*`,
+        # `*.egg`, `CVS`, ...) would skip recipes the command found, and they would go unchecked.
+        return (collection_path / "pyvenv.cfg").exists() if run.only_recipes else None
     # `mmfreeze snapshot .` must not import the repository's own test modules.
     return True if run.only_recipes and not run.is_recipe(collection_path.absolute()) else None
 
@@ -229,6 +288,9 @@ class RecipeItem(pytest.Item):
         except SnapshotError as error:
             self.recipe_key = link_key(self.path, run.root)
             self.location_error = SnapshotError(error.message, source=self.recipe_key)
+        except (OSError, RuntimeError) as error:  # a symbolic-link loop: RuntimeError from Path.resolve
+            self.recipe_key = link_key(self.path, run.root)
+            self.location_error = SnapshotError(f"cannot resolve the path: {error}", source=self.recipe_key)
         self.snapshot_path = run.snapshot_dir / (self.recipe_key + SNAPSHOT_SUFFIX)
 
     def tracks(self, recipe: Path) -> bool:
@@ -251,16 +313,26 @@ class RecipeItem(pytest.Item):
         self.config.stash[RUN_KEY].result.warnings.append(f"{where}: cannot delete the orphaned snapshot: {reason}")
 
     def runtest(self) -> None:
-        run = self.config.stash[RUN_KEY]
+        outcome = self._checked()
+        self.config.stash[RUN_KEY].result.outcomes.append(outcome)
+        if outcome.status in FAILING:
+            raise SnapshotMismatch(_failure_text(outcome))
+
+    def _checked(self) -> RecipeOutcome:
+        """The recipe's outcome, whatever happens: an error mmfreeze did not foresee (a bug, or the
+        machine: MemoryError) is this recipe's input error, named, never a recipe left out."""
         if self.location_error is not None:
-            self._record(status="input_error", message=str(self.location_error))
-            raise SnapshotMismatch(f"input error: {self.location_error}")
+            return self._build("input_error", message=str(self.location_error))
         try:
-            computed = compute_snapshot(self.path, self.recipe_key, run.loading)
-            text = render_snapshot(computed.snapshot)
+            return self._check()
         except MmfreezeError as error:
-            self._record(status="input_error", message=self._input_error(error))
-            raise SnapshotMismatch(f"input error: {error}") from None
+            return self._build("input_error", message=self._input_error(error))
+        except Exception as error:  # noqa: BLE001  reported for this recipe; the run fails
+            return self._build("input_error", message=f"{self.recipe_key}: {unexpected_error(error)}")
+
+    def _check(self) -> RecipeOutcome:
+        computed = compute_snapshot(self.path, self.recipe_key, self.config.stash[RUN_KEY].loading)
+        text = render_snapshot(computed.snapshot)
         assertion = SnapshotAssertion(
             update_snapshots=self.config.option.update_snapshots,
             update_new_snapshots_only=self.config.option.update_new_snapshots_only,
@@ -271,13 +343,8 @@ class RecipeItem(pytest.Item):
         assertion == text  # noqa: B015  records the execution; the outcome is read from it below
         execution = assertion.executions[0]
         if execution.exception is not None:  # the stored file could not be read, or the new one written
-            message = self._file_error(execution.exception)
-            self._record(status="input_error", message=message)
-            raise SnapshotMismatch(f"input error: {message}")
-        outcome = self._outcome(execution, computed)
-        run.result.outcomes.append(outcome)
-        if outcome.status in ("changed", "renamed", "version_only", "missing"):
-            raise SnapshotMismatch(_failure_text(outcome))
+            return self._build("input_error", message=self._file_error(execution.exception))
+        return self._outcome(execution, computed)
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
         stored = execution.recalled_data
@@ -327,9 +394,6 @@ class RecipeItem(pytest.Item):
     def _build(self, status: Any, **details: Any) -> RecipeOutcome:
         return RecipeOutcome(recipe=self.recipe_key, snapshot=_relative(self.snapshot_path, self.root), status=status, **details)
 
-    def _record(self, **fields: Any) -> None:
-        self.config.stash[RUN_KEY].result.outcomes.append(self._build(**fields))
-
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, SnapshotMismatch):
             return str(excinfo.value)
@@ -339,7 +403,21 @@ class RecipeItem(pytest.Item):
         return self.path, None, f"snapshot of {self.recipe_key}"
 
 
+FAILING = frozenset({"input_error", "changed", "renamed", "version_only", "missing"})
+"""The outcomes that fail the recipe's item (a repository's own run then fails)."""
+
+
+def unexpected_error(error: BaseException) -> str:
+    """An error mmfreeze has no message of its own for, as a report line: its type, and its text."""
+    if isinstance(error, MemoryError):
+        return "out of memory (MemoryError)"
+    text = first_line(error)
+    return f"unexpected {type(error).__name__}" + (f": {text}" if text else "") + " (a fault of mmfreeze: please report it)"
+
+
 def _failure_text(outcome: RecipeOutcome) -> str:
+    if outcome.status == "input_error":
+        return f"input error: {outcome.message}"
     if outcome.status == "missing":
         return f"{outcome.recipe}: no snapshot at {outcome.snapshot}; accept with --snapshot-update"
     from mmfreeze.snapshots.render import render_text
@@ -386,6 +464,15 @@ def _prune_empty_folders(folder: Path, stop: Path) -> None:
     while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def report_key(path: Path, root: Path) -> str:
+    """How a report names the recipe at ``path``: its key, or where it cannot have one (outside the
+    root, a link loop) its path as given without ``..``, as pytest gives it to its item."""
+    try:
+        return recipe_key(path, root)
+    except (SnapshotError, OSError, RuntimeError):
+        return link_key(Path(os.path.abspath(path)), root)
 
 
 def _relative(path: Path, root: Path) -> str:
