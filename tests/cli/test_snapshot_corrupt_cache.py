@@ -110,6 +110,7 @@ def readable(entry: Path) -> bool:
     return cache.get(entry.name.removesuffix(".json.gz")) is not None
 
 
+@pytest.mark.slow  # 32 runs of the real command (the cache classes alone: the test below)
 @pytest.mark.parametrize("kinds", [("frozen_sets",), ("frozen_sets", "structures")], ids=["frozen sets", "every entry"])
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
 def test_a_corrupt_cache_entry_is_a_miss_and_is_written_again(copy: Path, corruption: str, kinds: tuple[str, ...]) -> None:

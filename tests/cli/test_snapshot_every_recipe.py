@@ -21,6 +21,8 @@ import pytest
 from mmfreeze.cli.exit_codes import ExitCode
 from tests.cli.test_snapshot_faults import BUNDLED, bound_by_permissions, run, said, snapshot_of
 
+pytestmark = pytest.mark.slow  # each case runs the real command in a subprocess
+
 ADDRESS_SPACE = 1024**3
 """``ulimit -v``: a warm check (no torch) fits in it (0.6 GB, measured); a hundred million names do not."""
 HUGE_RANGE = "model.layers.{0..99999999}.mlp.weight"
