@@ -29,7 +29,7 @@ from mmfreeze.exceptions import MigrationError
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.keys import SECTION
 from mmfreeze.freeze.selectors import MODULE_SELECTOR_KINDS, ModuleSelector, literal_head
-from mmfreeze.models.lora import wildcard_regex
+from mmfreeze.models.lora import wildcard_matches
 from mmfreeze.models.renames import Renames
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import FrameworkRules
@@ -89,8 +89,7 @@ def moved_patterns(peft: Any, structure: ModelStructure, rules: FrameworkRules) 
     linear = sorted(structure.linear_modules)
 
     def matches(pattern: str) -> bool:
-        regex = wildcard_regex(pattern, rules.release)
-        return any(path == pattern or regex.match(path) for path in linear)
+        return any(path == pattern or wildcard_matches(pattern, path, rules.release) for path in linear)
 
     moves = []
     for list_key, index, entry in _entries(peft, PATTERN_LISTS, renames):

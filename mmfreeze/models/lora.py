@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import regex
+
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
 from mmfreeze.releases import CURRENT_RELEASE, Release
@@ -102,7 +104,7 @@ def _patterns(peft: Mapping[str, Any], key: str, source: str | None) -> tuple[st
     for pattern in value:
         try:
             wildcard_regex(pattern, CURRENT_RELEASE)
-        except re.error as error:
+        except (re.error, regex.error) as error:
             raise RecipeError(
                 f"pattern {pattern!r} is not a valid wildcard (the framework compiles it as a regex: {error})",
                 source=source, key=f"peft.{key}",
@@ -124,35 +126,53 @@ def _dim(peft: Mapping[str, Any], source: str | None) -> int:
     return dim
 
 
+WILDCARD_SECONDS = 2.0
+"""How long one match of a recipe's LoRA pattern may take: the framework's wildcard is a regex of
+the recipe's own text, and one that backtracks would hang the check (it is an input error instead)."""
+
+
+def wildcard_matches(pattern: str, path: str, release: Release, *, key: str = "peft") -> bool:
+    """Whether the framework's wildcard ``pattern`` matches module ``path``, within :data:`WILDCARD_SECONDS`."""
+    try:
+        return wildcard_regex(pattern, release).match(path, timeout=WILDCARD_SECONDS) is not None
+    except TimeoutError:
+        raise RecipeError(f"pattern {pattern!r} takes over {WILDCARD_SECONDS:g} s to match {path!r}: the framework "
+                          "compiles it as a regex, and this one backtracks; write it with fewer nested repeats",
+                          key=key) from None
+
+
 @lru_cache(maxsize=1024)
-def wildcard_regex(pattern: str, release: Release) -> re.Pattern[str]:
+def wildcard_regex(pattern: str, release: Release) -> regex.Pattern[str]:
     """The framework's ``_compile_wildcard_pattern`` of ``release``; literal text is not escaped
-    there (a ``.`` matches any character), so it is not escaped here either."""
+    there (a ``.`` matches any character), so it is not escaped here either. Compiled by ``regex``
+    in ``VERSION0`` (``re``'s syntax and matching, the framework's engine) for its time limit."""
     if release == "0.6":
-        regex = re.sub(r"(?<!\.)\*", r".*", pattern)
-        return re.compile("^" + re.sub(r"\.\*", "(.*)", regex) + "$")
+        translated = re.sub(r"(?<!\.)\*", r".*", pattern)
+        return regex.compile("^" + re.sub(r"\.\*", "(.*)", translated) + "$", flags=regex.VERSION0)
     # 0.7: a ".*" after a whole dotted segment or a numeric index keeps its dot as a separator.
     parts = re.split(r"(\.?\*)", pattern)
-    regex = ""
+    translated = ""
     for index, part in enumerate(parts):
         if index % 2 == 0:
-            regex += part
+            translated += part
         elif part == ".*" and (
             parts[index - 1].startswith(".") or (index == 1 and parts[0]) or re.search(r"\.\d+$", parts[index - 1])
         ):
-            regex += r"(\..*)?"
+            translated += r"(\..*)?"
         else:
-            regex += "(.*)"
-    return re.compile("^" + regex + "$")
+            translated += "(.*)"
+    re.compile("^" + translated + "$")  # the framework's engine must accept it: its error is the recipe's
+    return regex.compile("^" + translated + "$", flags=regex.VERSION0)
 
 
 def _selected(path: str, spec: LoraSpec, release: Release) -> bool:
     if spec.match_all_linear:
         return True
     if spec.target_modules:
-        return any(path == p or wildcard_regex(p, release).match(path) for p in spec.target_modules)
+        return any(path == p or wildcard_matches(p, path, release, key="peft.target_modules")
+                   for p in spec.target_modules)
     return path not in spec.exclude_modules and not any(
-        wildcard_regex(p, release).match(path) for p in spec.exclude_modules
+        wildcard_matches(p, path, release, key="peft.exclude_modules") for p in spec.exclude_modules
     )
 
 

@@ -108,3 +108,20 @@ def test_the_live_adapter_gives_the_structure_the_structure_level_injection_give
     planned = with_lora_adapters(STRUCTURE, spec)
     assert {(i.name, i.shape) for i in live.parameters} == {(i.name, i.shape) for i in planned.parameters}
     assert live.modules.keys() == planned.modules.keys() and live.linear_modules == planned.linear_modules
+
+
+def test_a_lora_pattern_that_backtracks_is_an_input_error_within_seconds() -> None:
+    """The framework compiles a recipe's `target_modules` entry as a regex of its own text; one with
+    nested repeats would hang the check on a long module path (issue 40), and is an input error."""
+    import time
+
+    from mmfreeze.exceptions import RecipeError
+    from mmfreeze.models.lora import WILDCARD_SECONDS, wildcard_matches
+
+    started = time.monotonic()
+    with pytest.raises(RecipeError, match="backtracks") as raised:
+        wildcard_matches("(.|.)+\\d", "model.language_model.layers.10.self_attn.q_proj" * 2, "0.7",
+                         key="peft.target_modules")
+    assert raised.value.key == "peft.target_modules"
+    assert time.monotonic() - started < WILDCARD_SECONDS + 5
+    assert wildcard_matches("*.layers.1.*", "model.layers.1.q_proj", "0.7")  # the same semantics as before
