@@ -71,8 +71,8 @@ def _setting(document: Mapping[str, Any], key: str, default: bool, source: str) 
     settings = document.get(SETTINGS_KEY) or {}
     if not isinstance(settings, Mapping) or not set(settings) <= set(LAYOUT_KEYS):
         raise IntegrationError(
-            f"expected a mapping with the keys `{GUARD_KEY}` and `{GRADIENTS_KEY}` (each true or false), "
-            f"got {settings!r}", source=source, key=SETTINGS_KEY)
+            f"expected a mapping of {', '.join(f'`{name}`' for name in LAYOUT_KEYS)} (`{GUARD_KEY}` and "
+            f"`{GRADIENTS_KEY}` each true or false), got {settings!r}", source=source, key=SETTINGS_KEY)
     value = settings.get(key, default)
     if not isinstance(value, bool):
         raise IntegrationError(f"must be true or false, got {value!r}", source=source, key=f"{SETTINGS_KEY}.{key}")

@@ -106,7 +106,7 @@ def test_mmfreeze_train_fails_before_starting_the_command(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("text", "error"), [
     ("mmfreeze: {guard: maybe}\n", "mmfreeze.guard: must be true or false, got 'maybe'"),
-    ("mmfreeze: {gaurd: false}\n", "mmfreeze: expected a mapping with the keys `guard` and `gradients`"),
+    ("mmfreeze: {gaurd: false}\n", "mmfreeze: expected a mapping of `freeze_config`, `param_group_overrides`, `compiled_for`, `guard`, `gradients`"),
     ("mmfreeze: {gradients: 1}\n", "mmfreeze.gradients: must be true or false, got 1"),
 ])
 def test_a_bad_guard_key_names_the_recipe_and_the_key(text: str, error: str, tmp_path: Path) -> None:
