@@ -21,6 +21,11 @@ class CompileTarget:
         return f"nemo-automodel {self.release}, transformers {self.transformers}, builder {self.builder}"
 
 
+def release_of(compiled_for: str) -> str:
+    """The release a ``compiled_for`` record names (``nemo-automodel 0.7``): what must match everywhere."""
+    return compiled_for.split(",")[0]
+
+
 def compile_target(rules: FrameworkRules, builder_label: str) -> CompileTarget:
     """This environment's target: the repository's release, the installed transformers, the run's builder."""
     return CompileTarget(release=rules.release, transformers=installed_version("transformers"), builder=builder_label)

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mmfreeze.exceptions import CompiledSectionError, NotNativelyExpressible
-from mmfreeze.freeze.compile_target import CompileTarget
+from mmfreeze.freeze.compile_target import CompileTarget, release_of
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
-from mmfreeze.freeze.native import LAYER_INDEX, compile_native_section
+from mmfreeze.freeze.native import compile_native_section, layer_merges
 from mmfreeze.freeze.optimizer import PATTERN_KEY, OptimizerSection
 from mmfreeze.freeze.param_groups import ParamGroups
 from mmfreeze.models.structure import ModelStructure
@@ -92,22 +92,9 @@ def _layer_alternatives(paths: list[str], wanted: frozenset[str] | set[str], nam
     def alternative(path: str, escaped: str) -> str:
         return escaped + ("$" if path in names else r"\.")
 
-    groups: dict[str, list[str]] = {}
-    for path in paths:
-        for match in LAYER_INDEX.finditer(path):
-            key = re.escape(path[:match.start()]) + r"\d+" + re.escape(path[match.end():])
-            groups.setdefault(key, []).append(path)
-    parts: dict[str, None] = {}
-    done: set[str] = set()
-    for path in paths:
-        if path in done:
-            continue
-        key = next((key for key, members in groups.items() if path in members and len(members) > 2
-                    and not done & set(members) and _taken("^" + alternative(path, key), names) <= set(wanted)), None)
-        members = groups[key] if key is not None else [path]
-        parts[alternative(path, key if key is not None else re.escape(path))] = None
-        done.update(members)
-    return list(parts)
+    merged = layer_merges(paths, spell=lambda head, tail: re.escape(head) + r"\d+" + re.escape(tail),
+                          accepts=lambda path, key, _: _taken("^" + alternative(path, key), names) <= set(wanted))
+    return list(dict.fromkeys(alternative(path, re.escape(path) if key is None else key) for path, key in merged))
 
 
 def _taken(pattern: str, names: Iterable[str]) -> set[str]:
@@ -125,8 +112,7 @@ def check_compiled(
     builder): it must be exactly what the source compiles to, or one of the two was edited. Compiled
     for the same release on another model tree (the framework's classes, another transformers): the
     paths are that tree's, and the environment ``compiled_for`` names checks them (``.ci/framework_env``)."""
-    release = f"nemo-automodel {target.release},"
-    if not compiled.compiled_for.startswith(release):
+    if release_of(compiled.compiled_for) != release_of(target.describe()):
         raise CompiledSectionError(
             f"compiled for {compiled.compiled_for or 'an unnamed environment'}, but the repository trains on "
             f"nemo-automodel {target.release}: stale; run `{MIGRATE}` to compile the source for it",

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cached_property
@@ -179,23 +179,31 @@ def _readability(option: tuple[int, tuple[tuple[Kind, str], ...]]) -> tuple[int,
 def _as_globs(paths: list[str], structure: ModelStructure) -> list[dict[str, str]]:
     """``paths`` as selectors: those that differ only in one layer index, and are every layer of
     that stack, become one glob when it takes exactly the parameters they take."""
+    merged = layer_merges(paths, spell=lambda head, tail: head + "*" + tail,
+                          accepts=lambda path, glob, members: _same_parameters(glob, members, structure))
+    return [{"path": path} if glob is None else {"glob": glob} for path, glob in merged]
+
+
+def layer_merges(
+    paths: list[str], *, spell: Callable[[str, str], str], accepts: Callable[[str, str, list[str]], bool],
+) -> list[tuple[str, str | None]]:
+    """Each of ``paths`` once, in order: ``(path, None)`` alone, or ``(path, key)`` for the first group
+    of three or more paths that differ from it only in one layer index, none merged yet, that
+    ``accepts(path, key, members)``; ``key`` is ``spell(text before the index, text after it)``."""
     groups: dict[str, list[str]] = defaultdict(list)
     for path in paths:
         for match in LAYER_INDEX.finditer(path):
-            groups[path[:match.start()] + "*" + path[match.end():]].append(path)
-    entries: list[dict[str, str]] = []
+            groups[spell(path[:match.start()], path[match.end():])].append(path)
+    merged: list[tuple[str, str | None]] = []
     taken: set[str] = set()
     for path in paths:
         if path in taken:
             continue
-        glob = next((g for g, members in groups.items() if path in members and len(members) > 2
-                     and not taken & set(members) and _same_parameters(g, members, structure)), None)
-        if glob is None:
-            entries.append({"path": path})
-            continue
-        entries.append({"glob": glob})
-        taken.update(groups[glob])
-    return entries
+        key = next((key for key, members in groups.items() if path in members and len(members) > 2
+                    and not taken & set(members) and accepts(path, key, members)), None)
+        taken.update(groups[key] if key is not None else (path,))
+        merged.append((path, key))
+    return merged
 
 
 def _same_parameters(glob: str, members: list[str], structure: ModelStructure) -> bool:

@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent, NotNativelyExpressible
-from mmfreeze.freeze.compile_target import compile_target
+from mmfreeze.freeze.compile_target import compile_target, release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.recipe_model import (
     compiled_hold, compiled_sections, model_request, rate_targets, recipe_trained_model,
@@ -198,13 +198,10 @@ def _compile(
         compiled = compiled_sections(recipe, built, target=target)
     except NotNativelyExpressible as error:
         return replace(plan, not_compiled=f"{where}: not compiled, it runs through mmfreeze's integration: {error.message}")
-    if held is not None and (held == compiled or (_same_release(held, compiled) and compiled_hold(recipe, built))):
+    same_release = held is not None and release_of(held.compiled_for) == release_of(compiled.compiled_for)
+    if held is not None and (held == compiled or (same_release and compiled_hold(recipe, built))):
         return plan  # what it holds (for this release, maybe on the framework's classes) trains the same here
     return replace(plan, compiled=compiled)
-
-
-def _same_release(held: CompiledSections, compiled: CompiledSections) -> bool:
-    return held.compiled_for.split(",")[0] == compiled.compiled_for.split(",")[0]
 
 
 def _selector_rates(document: Mapping[str, Any]) -> bool:
