@@ -14,7 +14,8 @@ from mmfreeze.cli.recipes import print_skipped, require_recipes_in_each
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.freeze.recipe_model import recipe_model_reader
 from mmfreeze.models.config_folder import RECORD_FILE
-from mmfreeze.models.pull import HUB_ANSWER_SECONDS, Pulled, check_hub_answers, hub_endpoint, plan_pull, pull_configs
+from mmfreeze.models.hub import HUB_ANSWER_SECONDS, check_hub_answers, hub_endpoint
+from mmfreeze.models.pull import Pulled, plan_pull, pull_configs
 from mmfreeze.recipes.recipe import display_path
 
 PULL_EPILOG = (

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.exceptions import ConfigSourceError, MissingModelConfigError
 from mmfreeze.models.config_folder import CONFIG_FILE, find_folder_config, read_pull_record
+
+if TYPE_CHECKING:
+    from mmfreeze.models.hub import FetchedConfig
 
 SourceKind = Literal["local", "configs", "registry", "hf-cache", "hub"]
 REGISTRY_PACKAGE = "mmfreeze.registry"
@@ -35,7 +38,7 @@ class ModelConfigSource:
     folder: ``checkpoint`` when `mmfreeze configs pull` wrote the file and it is unchanged since."""
     revision: str | None = None
     """The Hub commit the config was downloaded at, when known (configs-folder entries that
-    `mmfreeze configs pull` wrote)."""
+    `mmfreeze configs pull` wrote, the hub cache's and the hub's own)."""
 
 
 def registry_file_name(model_id: str) -> str:
@@ -186,27 +189,27 @@ def _registry_text(file_name: str) -> str | None:
 
 
 def _from_hf_cache(model_id: str, *, source: str | None) -> ModelConfigSource | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
-    try:
-        cached = try_to_load_from_cache(model_id, "config.json")
-    except Exception:  # an id that is not a valid repo id cannot be in the cache either
-        return None
-    if isinstance(cached, str) and Path(cached).is_file():
-        return ModelConfigSource(kind="hf-cache", location=cached, config=_read_json(Path(cached), source))
-    return None
+    from mmfreeze.models.hub import cached_main_config  # huggingface_hub: only when the carried sources have none
+
+    return _from_hub_bytes(cached_main_config(model_id), kind="hf-cache", source=source)
 
 
 def _from_hub(model_id: str, *, source: str | None) -> ModelConfigSource | None:
-    from huggingface_hub import hf_hub_download
+    from mmfreeze.models.hub import fetch_config
 
     try:
-        downloaded = hf_hub_download(model_id, "config.json")
-    except Exception as error:
-        raise ConfigSourceError(f"downloading config.json for {model_id!r} failed: {error}", source=source) from error
-    return ModelConfigSource(kind="hub", location=downloaded, config=_read_json(Path(downloaded), source))
+        fetched = fetch_config(model_id)
+    except ConfigSourceError as error:  # the hub's errors name the id; the check names the recipe
+        raise ConfigSourceError(error.message, source=source, key="model.pretrained_model_name_or_path") from error
+    return _from_hub_bytes(fetched, kind="hub", source=source)
+
+
+def _from_hub_bytes(fetched: FetchedConfig | None, *, kind: SourceKind, source: str | None) -> ModelConfigSource | None:
+    if fetched is None:
+        return None
+    return ModelConfigSource(kind=kind, location=f"{fetched.model_id}@{fetched.commit}",
+                             config=_parse_json(fetched.content.decode("utf-8", "replace"), fetched.origin, source),
+                             revision=fetched.commit)
 
 
 def _read_json(path: Path, source: str | None) -> dict[str, Any]:

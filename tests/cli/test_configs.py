@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
-from mmfreeze.models.pull import HUB_ANSWER_SECONDS
+from mmfreeze.models.hub import HUB_ANSWER_SECONDS
 from tests.cli.test_explain import TINY_LLAVA
 from tests.models.local_hub import LocalHub
 

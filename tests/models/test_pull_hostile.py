@@ -27,7 +27,8 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.exceptions import ConfigSourceError
-from mmfreeze.models.pull import MAX_CONFIG_BYTES, pull_config
+from mmfreeze.models.hub import MAX_CONFIG_BYTES
+from mmfreeze.models.pull import pull_config
 from tests.cli.test_explain import TINY_LLAVA
 from tests.models.local_hub import git_blob_id
 
@@ -296,3 +297,41 @@ def test_configs_pull_against_a_hostile_hub_exits_3_naming_the_server(tmp_path: 
     assert not (repo / "model_configs").exists()
     assert not [path for path in (tmp_path / "hf-home" / "hub").rglob("*") if path.is_file()], "nor in the hub cache"
     assert (tmp_path / "secret.json").read_bytes() == SECRET
+
+
+def test_snapshot_allow_network_against_a_hostile_hub_is_an_input_error_naming_the_recipe_and_server(
+    tmp_path: Path,
+) -> None:
+    """``--allow-network`` reads a config through the same checked client as `configs pull` (it used
+    ``hf_hub_download``, which stored the download where the ETag pointed)."""
+    repo = team_repo(tmp_path / "repo")
+    (tmp_path / "secret.json").write_bytes(SECRET)
+    env = {**os.environ, "CI": "true", "HF_HOME": str(tmp_path / "hf-home")}
+    with HostileHub(Answer(etag="../../../../secret.json")) as hub:
+        env["HF_ENDPOINT"] = hub.endpoint
+        result = subprocess.run([*MMFREEZE, "snapshot", "--check", "--allow-network", "recipes"], cwd=repo, env=env,
+                                capture_output=True, text=True, timeout=300)
+    assert result.returncode == ExitCode.INPUT_ERROR, result.stdout + result.stderr
+    flat = " ".join((result.stdout + result.stderr).split())
+    assert (f"recipes/a.yaml: model.pretrained_model_name_or_path: the hub at {hub.endpoint} answered with the ETag "
+            "'../../../../secret.json', which is not an identifier") in flat, flat
+    assert "Traceback" not in flat
+    assert not [path for path in hub.gets() if "/resolve/" in path], "the file was never downloaded"
+    assert not [path for path in (tmp_path / "hf-home" / "hub").rglob("*") if path.is_file()]
+    assert (tmp_path / "secret.json").read_bytes() == SECRET
+
+
+def test_an_offline_read_of_the_hub_cache_never_follows_a_link_outside_it(place: Path) -> None:
+    """The HF-cache source (no network) reads ``refs/main`` and that commit's copy, and refuses a link
+    that resolves outside the model's cache folder, as a pull does."""
+    from mmfreeze.models.hub import cached_main_config
+
+    folder = place / "hf" / "models--tiny-org--Tiny-Llava"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(COMMIT)
+    (folder / "snapshots" / COMMIT).mkdir(parents=True)
+    (folder / "snapshots" / COMMIT / "config.json").symlink_to(os.path.relpath(place / "secret.json", folder / "snapshots" / COMMIT))
+    with pytest.raises(ConfigSourceError, match="resolves to .*secret.json, which is not a file in that model's cache folder"):
+        cached_main_config(MODEL_ID, hub_cache=place / "hf")
+    (folder / "refs" / "main").write_text("../../../secret")
+    assert cached_main_config(MODEL_ID, hub_cache=place / "hf") is None, "a ref that is not a commit names no copy"
