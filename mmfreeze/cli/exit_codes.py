@@ -25,6 +25,11 @@ class ExitCode(IntEnum):
     RENAMED = 8
     """Snapshots differ in the release their header names, and that release's module tree renamed
     some tensors (through transformers' conversion mapping); every tensor is as trainable as before."""
+    INTERRUPTED = 130
+    """SIGINT (Ctrl-C) stopped the run before every recipe was checked: 128 + the signal, as a shell
+    reports a process the signal ended."""
 
 
-EXIT_CODE_HELP = "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in ExitCode)
+def exit_code_help(*codes: ExitCode) -> str:
+    """The ``--help`` line of one command: only the codes it can return."""
+    return "Exit codes: " + ", ".join(f"{code.value} {code.name.lower().replace('_', ' ')}" for code in codes)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mmfreeze.cli.console import out, report_error, warn_on_cache_write
-from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
+from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
 from mmfreeze.cli.options import (
     allowed_targets,
     builder_options,
@@ -29,7 +29,7 @@ from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.releases import framework_rules
 
 
-@click.command(epilog=EXIT_CODE_HELP)
+@click.command(epilog=exit_code_help(ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.REJECTED))
 @click.argument("recipe", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
-from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
+from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
 from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.report import (
@@ -33,7 +33,7 @@ from mmfreeze.releases import framework_rules
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
 
-@click.command(epilog=RULES_HELP + EXIT_CODE_HELP)
+@click.command(epilog=RULES_HELP + exit_code_help(ExitCode.OK, ExitCode.CHANGED, ExitCode.USAGE, ExitCode.INPUT_ERROR))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when a file would change.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print unified diffs; write nothing.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +12,7 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from mmfreeze.cli.console import err, out, report_error, warn
-from mmfreeze.cli.exit_codes import EXIT_CODE_HELP, ExitCode
+from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
 from mmfreeze.cli.options import (
     builder_options,
     model_loading_options,
@@ -40,7 +39,10 @@ EPILOG = (
     "whatever the working directory. "
     "Without --update or --check, new recipes get their snapshot written and changes fail "
     "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
-    "input error, changed, renamed, version only, missing, orphaned. " + EXIT_CODE_HELP
+    "input error (a recipe that could not be checked, a snapshot that could not be written or deleted), changed, "
+    "renamed, version only, missing, orphaned. " + exit_code_help(
+        ExitCode.OK, ExitCode.CHANGED, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.MISSING, ExitCode.ORPHANED,
+        ExitCode.VERSION_ONLY, ExitCode.RENAMED, ExitCode.INTERRUPTED)
 )
 
 
@@ -58,7 +60,7 @@ def pick_mode(update: bool, check: bool) -> Mode:
 
 def exit_code_for(result: SnapshotRunResult) -> ExitCode:
     """The first that applies: input error, changed, renamed, version only, missing, orphaned; else OK."""
-    if result.with_status("input_error"):
+    if result.with_status("input_error") or any(orphan.delete_error for orphan in result.orphans):
         return ExitCode.INPUT_ERROR
     if result.with_status("changed"):
         return ExitCode.CHANGED
@@ -122,7 +124,7 @@ def snapshot(
         raise SystemExit(ExitCode.INPUT_ERROR) from None
     if result.interrupted:
         err.print(f"interrupted: {len(result.outcomes)} of {len(recipes)} recipes checked, no report", markup=False)
-        raise SystemExit(INTERRUPTED)
+        raise SystemExit(ExitCode.INTERRUPTED)
     account_for_every_recipe(result, recipes, run)
     for message in [*result.warnings, snapshot_release_warning(_releases_made_with(result))]:
         if message is not None:
@@ -134,10 +136,6 @@ def snapshot(
     if result.missing_configs:
         report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
-
-
-INTERRUPTED = 128 + signal.SIGINT
-"""The exit status of a run SIGINT stopped, as a shell reports a process the signal ended."""
 
 
 def account_for_every_recipe(result: SnapshotRunResult, recipes: tuple[Path, ...], run: SnapshotRun) -> None:

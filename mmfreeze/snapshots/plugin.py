@@ -308,9 +308,8 @@ class RecipeItem(pytest.Item):
         return self.config.stash[RUN_KEY].orphan_scopes()
 
     def record_delete_failure(self, location: str, reason: str) -> None:
-        """An orphaned snapshot could not be deleted: a warning of the run (it is still reported orphaned)."""
-        where = _relative(Path(location), self.root)
-        self.config.stash[RUN_KEY].result.warnings.append(f"{where}: cannot delete the orphaned snapshot: {reason}")
+        """An orphaned snapshot could not be deleted: reported with it, and the run fails (a failed write)."""
+        self.config.stash[RUN_KEY].result.delete_errors[location] = reason
 
     def runtest(self) -> None:
         outcome = self._checked()
@@ -447,6 +446,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             snapshot=_relative(location, run.root),
             recipe=_relative(recipe_path(location, run.root, run.snapshot_dir), run.root),
             deleted=deleted,
+            delete_error=run.result.delete_errors.get(collection.location),
         ))
 
 

@@ -97,6 +97,8 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
     for orphan in orphans:
         verb = "deleted" if orphan.deleted else "orphaned"
         lines.append(f"{orphan.snapshot}: {verb} snapshot (recipe {orphan.recipe} is gone)")
+        if orphan.delete_error:
+            lines.append(f"  cannot delete it: {orphan.delete_error}")
     if summary := native_summary(outcomes):
         lines.append(summary)
     return "\n".join(lines)
@@ -209,7 +211,8 @@ def render_markdown(
         return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", "", *native])
     lines += ["| recipe | status | newly frozen | newly trainable | nemo-automodel 0.7 |", "|---|---|---|---|---|"]
     lines += [_md_summary_row(outcome) for outcome in shown]
-    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot | | | |" for o in orphans]
+    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot"
+              f"{f' (cannot delete it: {html.escape(o.delete_error)})' if o.delete_error else ''} | | | |" for o in orphans]
     lines.append(f"\n{len(outcomes) - len(shown)} other recipes unchanged.\n")
     lines += native
     details = ["\n".join(_md_details(outcome)) for outcome in shown]

@@ -39,6 +39,8 @@ class Orphan:
     recipe: str
     """The recipe path the snapshot belongs to, which no longer exists."""
     deleted: bool
+    delete_error: str | None = None
+    """Why ``--update`` could not delete it (the system's words): a failed write, which fails the run."""
 
 
 @dataclass(kw_only=True)
@@ -51,6 +53,8 @@ class SnapshotRunResult:
     """Problems that cost time but not correctness (a cache that could not be written)."""
     missing_configs: dict[str, list[str]] = field(default_factory=dict)
     """Model id -> the recipes (keys) whose model has a config nowhere: summarised once per run."""
+    delete_errors: dict[str, str] = field(default_factory=dict)
+    """Snapshot file -> why it could not be deleted, as the store reported it (:class:`Orphan`)."""
     interrupted: bool = False
     """SIGINT stopped the session: the outcomes are not every recipe's."""
 

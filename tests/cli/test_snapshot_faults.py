@@ -245,14 +245,15 @@ def test_a_file_argument_handed_to_pytest_as_its_folder_leaves_other_orphans_alo
 
 def test_an_orphan_in_a_read_only_folder_is_kept_and_reported_with_the_reason(repo: Path, read_only) -> None:
     """`--update` cannot delete an orphaned snapshot from a read-only folder: it stays, reported as
-    orphaned (exit 5, never a green run), with a warning naming it and why."""
+    orphaned with the reason, and the run fails as for any write that failed (exit 3)."""
     orphan = snapshot_of(repo, "recipes/gone.yaml")
     shutil.copy(snapshot_of(repo, "recipes/a.yaml"), orphan)
     read_only(orphan.parent)
 
     result = run(repo, "--update", "recipes", fault=bound_by_permissions)
-    assert result.returncode == ExitCode.ORPHANED, said(result)
-    assert "warning: snapshots/recipes/gone.yaml.frozen.txt: cannot delete the orphaned snapshot: Permission denied" in result.stderr
+    assert result.returncode == ExitCode.INPUT_ERROR, said(result)
+    assert ("snapshots/recipes/gone.yaml.frozen.txt: orphaned snapshot (recipe recipes/gone.yaml is gone)\n"
+            "  cannot delete it: Permission denied") in result.stdout
     assert "1 passed, 1 orphaned" in result.stderr and orphan.is_file()
 
 
