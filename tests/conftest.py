@@ -49,6 +49,10 @@ def recipes_under(folder: Path) -> tuple[Path, ...]:
 
     return RecipeFinder(root=REPO_ROOT).discover([folder]).recipes
 
+MAIN_TRANSFORMERS = "5.24.0"
+"""The test environment's transformers (the README's test command pins it): the newest release the
+rest allows. The bundled snapshots name the framework's pin instead (``SNAPSHOT_TRANSFORMERS_VERSION``)."""
+
 REQUIRE_FRAMEWORK_TESTS = "MMFREEZE_REQUIRE_FRAMEWORK_TESTS"
 """Set to 1 by `.ci/framework_env`: there a skipped `framework` test is a failure, since that
 environment exists to run them (a moved pin would otherwise skip them and stay green)."""

@@ -31,20 +31,20 @@ def test_without_a_framework_the_advice_is_to_compare_under_the_snapshots_releas
 
 
 def test_the_readme_pins_the_snapshot_version_and_pyproject_allows_both_tested_releases() -> None:
-    """The main environment (the README's commands, CI) installs the release the snapshots are made
-    with; pyproject.toml states the tested range, which also holds nemo-automodel 0.7.0's pin."""
+    """The README's main job installs the release the snapshots are made with (nemo-automodel
+    0.7.0's pin); pyproject.toml states the tested range, which also holds the test environment's."""
     import tomllib
 
     from packaging.requirements import Requirement
 
-    from tests.conftest import REPO_ROOT
+    from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()
     assert f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in readme
     dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     (transformers,) = [Requirement(d) for d in dependencies if Requirement(d).name == "transformers"]
     assert transformers.specifier.contains(versions.SNAPSHOT_TRANSFORMERS_VERSION)
-    assert transformers.specifier.contains("5.18.0")
+    assert transformers.specifier.contains(MAIN_TRANSFORMERS)
 
 
 def test_code_fingerprint_changes_with_any_source_file_and_only_then(tmp_path: Path) -> None:

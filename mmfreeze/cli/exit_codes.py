@@ -25,6 +25,10 @@ class ExitCode(IntEnum):
     RENAMED = 8
     """Snapshots differ in the release their header names, and that release's module tree renamed
     some tensors (through transformers' conversion mapping); every tensor is as trainable as before."""
+    PROBE_ONLY = 9
+    """As 7 or 8, and that release also changed how a data mix was probed for reachability (another
+    method, or none because its forward raises): no tensor's trainability, adapter, rate or
+    reachability moved."""
     INTERRUPTED = 130
     """SIGINT (Ctrl-C) stopped the run before every recipe was checked: 128 + the signal, as a shell
     reports a process the signal ended."""

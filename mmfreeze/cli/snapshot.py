@@ -40,9 +40,11 @@ EPILOG = (
     "Without --update or --check, new recipes get their snapshot written and changes fail "
     "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
     "input error (a recipe that could not be checked, a snapshot that could not be written or deleted), changed, "
-    "renamed, version only, missing, orphaned. " + exit_code_help(
+    "probe only, renamed, version only, missing, orphaned. 7, 8 and 9 are release differences alone (no "
+    "tensor's trainability, adapter or rate moved): a CI job that moves to another release can accept them, and "
+    "--accept-release writes those snapshots and nothing else. " + exit_code_help(
         ExitCode.OK, ExitCode.CHANGED, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.MISSING, ExitCode.ORPHANED,
-        ExitCode.VERSION_ONLY, ExitCode.RENAMED, ExitCode.INTERRUPTED)
+        ExitCode.VERSION_ONLY, ExitCode.RENAMED, ExitCode.PROBE_ONLY, ExitCode.INTERRUPTED)
 )
 
 
@@ -50,20 +52,25 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def pick_mode(update: bool, check: bool) -> Mode:
-    if update and check:
-        raise click.UsageError("--update and --check exclude each other")
+def pick_mode(update: bool, check: bool, accept_release: bool = False) -> Mode:
+    if update + check + accept_release > 1:
+        raise click.UsageError("--update, --check and --accept-release exclude each other")
     if update:
         return "update"
+    if accept_release:
+        return "accept-release"
     return "check" if check or in_ci() else "new-only"
 
 
 def exit_code_for(result: SnapshotRunResult) -> ExitCode:
-    """The first that applies: input error, changed, renamed, version only, missing, orphaned; else OK."""
+    """The first that applies: input error, changed, probe only, renamed, version only, missing,
+    orphaned; else OK."""
     if result.with_status("input_error") or any(orphan.delete_error for orphan in result.orphans):
         return ExitCode.INPUT_ERROR
     if result.with_status("changed"):
         return ExitCode.CHANGED
+    if result.with_status("probe_only"):
+        return ExitCode.PROBE_ONLY
     if result.with_status("renamed"):
         return ExitCode.RENAMED
     if result.with_status("version_only"):
@@ -79,6 +86,7 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--update", is_flag=True, help="Accept every change: write changed and new snapshots, delete orphans.")
 @click.option("--check", is_flag=True, help="Write nothing; fail on any change, missing or orphaned snapshot (default when $CI is set).")
+@click.option("--accept-release", is_flag=True, help="Write only the snapshots that differ in the release alone (version only, renamed, probe only); a real change still fails, and nothing else is written.")
 @click.option("--snapshot-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=f"Snapshot folder; each recipe's file is <dir>/<recipe path from the repository root>.frozen.txt (default: [tool.mmfreeze] snapshots, else {DEFAULT_SNAPSHOT_DIR}/ in the repository root).")
 @click.option("--report", "report_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True, help="Report format: text for a terminal, markdown for a pull-request comment, json for machines.")
 @click.option("--report-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="Write the report here instead of standard output; a Markdown report is then whole, not cut to fit a pull-request comment.")
@@ -88,13 +96,13 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
 @builder_options
 @model_loading_options
 def snapshot(
-    paths: tuple[Path, ...], update: bool, check: bool, snapshot_dir: Path | None, report_format: str,
+    paths: tuple[Path, ...], update: bool, check: bool, accept_release: bool, snapshot_dir: Path | None, report_format: str,
     report_file: Path | None, quiet: bool, progress: bool, workers: int | None, builder: str | None,
     builder_fallback: str | None, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None,
     cache_dir: Path | None, no_cache: bool,
 ) -> None:
     """Compare the frozen parameters of every recipe under PATHS with their snapshots."""
-    mode = pick_mode(update, check)
+    mode = pick_mode(update, check, accept_release)
     settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets,
                                    builder=builder, builder_fallback=builder_fallback)
     choice = run_builder(settings)
@@ -111,7 +119,7 @@ def snapshot(
         run = SnapshotRun.from_settings(
             settings, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
             documents=finder.documents, cache_dir=cache_directory(cache_dir, no_cache),
-            allow_network=allow_network, workers=workers,
+            allow_network=allow_network, workers=workers, accept_release=mode == "accept-release",
         )
         if recipes and run.loading.frozen_sets.is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
@@ -184,7 +192,8 @@ def collection_paths(paths: tuple[Path, ...], root: Path) -> tuple[Path, ...]:
 def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
     """transformers release -> how many changed snapshots name it where the installed one differs."""
     return Counter(
-        str(header.old) for outcome in result.with_status("changed", "renamed", "version_only") if outcome.change is not None
+        str(header.old) for outcome in result.with_status("changed", "probe_only", "renamed", "version_only")
+        if outcome.change is not None
         for header in outcome.change.header_changes if header.field == "transformers"
     )
 
@@ -223,10 +232,26 @@ def _emit(text: str, report_format: str, report_file: Path | None) -> None:
 
 def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
     counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in
-              ("passed", "changed", "renamed", "version_only", "missing", "written", "updated", "input_error")]
+              ("passed", "changed", "probe_only", "renamed", "version_only", "missing", "written", "updated",
+               "input_error")]
     orphaned = sum(not orphan.deleted for orphan in result.orphans)
     deleted = len(result.orphans) - orphaned
     counts += [f"{orphaned} orphaned", f"{deleted} deleted"]
     err.print(f"[bold]snapshots[/] ({escape(mode)}): " + ", ".join(c for c in counts if not c.startswith("0 ")))
-    if result.with_status("changed", "renamed", "version_only", "missing") or orphaned:
-        err.print("review the report, then accept with `mmfreeze snapshot --update PATHS`", markup=False)
+    if advice := acceptance_advice(result, orphaned=orphaned):
+        err.print(advice, markup=False)
+
+
+def acceptance_advice(result: SnapshotRunResult, *, orphaned: int) -> str | None:
+    """How to accept what the run found, never more than that: release differences alone can be
+    accepted on their own, and a real change is named as needing review."""
+    release = len(result.with_status("probe_only", "renamed", "version_only"))
+    real = len(result.with_status("changed", "missing")) + orphaned
+    if release and real:
+        return (f"{release} differ in the release alone: accept only those with `mmfreeze snapshot --accept-release "
+                f"PATHS`; review the {real} other{'s' if real > 1 else ''} first, then `mmfreeze snapshot --update PATHS`")
+    if release:
+        return "these differ in the release alone: accept them with `mmfreeze snapshot --accept-release PATHS`"
+    if real:
+        return "review the report, then accept with `mmfreeze snapshot --update PATHS`"
+    return None

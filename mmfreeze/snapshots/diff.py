@@ -138,6 +138,13 @@ class ReachChange:
     """Stored as unreachable, trainable and reached now (one frozen or removed since is reported as such)."""
     probe: str = ""
     """``<old> -> <new>`` when the method (or whether the mix was probed at all) changed."""
+    why: str = ""
+    """Why the mix is not probed now, when it was before (the current snapshot's reason)."""
+
+    @property
+    def method_only(self) -> bool:
+        """Only how the mix was probed changed: no tensor became unreachable or reached."""
+        return bool(self.probe) and not (self.newly_unreachable or self.newly_reached)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +184,17 @@ class RecipeChange:
         """The header names another release (:data:`RELEASE_FIELDS`) and nothing else moved: no
         frozen name, no adapter, no other header field, and no name renamed."""
         return self._release_only and not self.renamed
+
+    @property
+    def probe_only(self) -> bool:
+        """Like :attr:`version_only` or :attr:`renamed_only`, but the release also changed how some
+        mix was probed for reachability (another method, or none): no tensor's trainability, rate or
+        reachability moved."""
+        fields = {change.field for change in self.header_changes}
+        return (bool(fields) and fields <= RELEASE_FIELDS and bool(self.reach_changes)
+                and all(change.method_only for change in self.reach_changes)
+                and not (self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
+                         or self.unmapped or self.rate_changes))
 
     @property
     def renamed_only(self) -> bool:
@@ -267,7 +285,7 @@ def _reach_changes(
         probe = "" if stored.method == reach.method else f"{stored.method or 'not probed'} -> {reach.method or 'not probed'}"
         if not (stored.method and reach.method):  # one side has no answer: nothing is newly (un)reached, it is unknown
             if probe:
-                changes.append(ReachChange(mix=reach.mix, probe=probe))
+                changes.append(ReachChange(mix=reach.mix, probe=probe, why="" if reach.method else reach.not_probed))
             continue
         was = {names.to_current(name) for name in old.unreachable[reach.mix]}
         now = new.unreachable[reach.mix]

@@ -26,6 +26,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.location import PyTestLocation
 
+from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.distributed.native import native_support
@@ -76,13 +77,16 @@ class SnapshotRun:
     """Worker processes building models missing from the cache (``None``: the available cores)."""
     on_build: Callable[[BuildTick], None] | None = None
     """Told of every distinct model built before the checks start (the long part of a cold run)."""
+    accept_release: bool = False
+    """Write the snapshots whose only difference is the release (:data:`RELEASE_STATUSES`), and
+    nothing else: a real change still fails (`snapshot --accept-release`)."""
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
 
     @classmethod
     def from_settings(
         cls, settings: Settings, *, recipe_roots: tuple[Path, ...], only_recipes: bool, documents: YamlDocuments,
         cache_dir: Path | None, allow_network: bool = False, workers: int | None = None,
-        on_build: Callable[[BuildTick], None] | None = None,
+        on_build: Callable[[BuildTick], None] | None = None, accept_release: bool = False,
     ) -> SnapshotRun:
         """The run of one repository's ``settings`` (command-line values already on top)."""
         return cls(
@@ -104,6 +108,7 @@ class SnapshotRun:
             finder=RecipeFinder(root=settings.root, exclude=settings.exclude, documents=documents),
             workers=workers,
             on_build=on_build,
+            accept_release=accept_release,
         )
 
     def is_recipe(self, path: Path) -> bool:
@@ -343,7 +348,19 @@ class RecipeItem(pytest.Item):
         execution = assertion.executions[0]
         if execution.exception is not None:  # the stored file could not be read, or the new one written
             return self._build("input_error", message=self._file_error(execution.exception))
-        return self._outcome(execution, computed)
+        outcome = self._outcome(execution, computed)
+        if outcome.status in RELEASE_STATUSES and self.config.stash[RUN_KEY].accept_release:
+            return self._accepted(outcome, text)
+        return outcome
+
+    def _accepted(self, outcome: RecipeOutcome, text: str) -> RecipeOutcome:
+        """A release-only difference written as the current snapshot (atomically)."""
+        try:
+            replace_file(self.snapshot_path, text.encode("utf-8"))
+        except OSError as error:
+            return self._build("input_error", message=f"{_relative(self.snapshot_path, self.root)}: cannot write "
+                                                      f"the snapshot: {os_reason(error, str(self.snapshot_path))}")
+        return replace(outcome, status="updated")
 
     def _outcome(self, execution: Any, computed: ComputedSnapshot) -> RecipeOutcome:
         stored = execution.recalled_data
@@ -367,6 +384,8 @@ class RecipeItem(pytest.Item):
             status = "version_only"
         elif status == "changed" and change.renamed_only:
             status = "renamed"
+        elif status == "changed" and change.probe_only:
+            status = "probe_only"
         return self._build(status, change=change, nemo_automodel=native)
 
     def _file_error(self, error: Exception) -> str:
@@ -402,8 +421,10 @@ class RecipeItem(pytest.Item):
         return self.path, None, f"snapshot of {self.recipe_key}"
 
 
-FAILING = frozenset({"input_error", "changed", "renamed", "version_only", "missing"})
+FAILING = frozenset({"input_error", "changed", "probe_only", "renamed", "version_only", "missing"})
 """The outcomes that fail the recipe's item (a repository's own run then fails)."""
+RELEASE_STATUSES = frozenset({"version_only", "renamed", "probe_only"})
+"""Differences in the release that made a snapshot alone: no tensor's trainability, adapter or rate moved."""
 
 
 def unexpected_error(error: BaseException) -> str:

@@ -10,16 +10,53 @@ from dataclasses import asdict
 
 from mmfreeze.counts import tensor_text
 from mmfreeze.distributed.native import NATIVE_VERDICTS
+from mmfreeze.models.probe.run import RAISES_ALIKE
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
-from mmfreeze.snapshots.diff import RecipeChange, RenameGroup
+from mmfreeze.snapshots.diff import ReachChange, RecipeChange, RenameGroup
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 STATUS_TITLES = {
-    "changed": "changed", "renamed": "renamed", "version_only": "version only", "updated": "accepted change", "missing": "missing snapshot",
-    "written": "new snapshot written", "input_error": "input error", "passed": "unchanged",
+    "input_error": "input error", "changed": "changed", "missing": "missing snapshot", "probe_only": "probe only",
+    "renamed": "renamed", "version_only": "version only", "updated": "accepted change", "written": "new snapshot written",
+    "passed": "unchanged",
 }
+"""Every status's title, in report order: what needs a person first."""
+RELEASE_ONLY = ("probe_only", "renamed", "version_only")
+"""Outcomes that differ in the release alone: a report collapses each into one line."""
+RELEASE_ONLY_MEANS = {
+    "probe_only": "the release changed how a data mix was probed for reachability; no tensor's trainability, "
+                  "adapter, rate or reachability moved",
+    "renamed": "the release renamed tensors, each as trainable as before",
+    "version_only": "no frozen name, adapter or rate moved",
+}
+
+
+def by_severity(outcomes: Sequence[RecipeOutcome]) -> list[RecipeOutcome]:
+    """``outcomes`` in report order (:data:`STATUS_TITLES`), each status's in the run's order."""
+    order = {status: index for index, status in enumerate(STATUS_TITLES)}
+    return sorted(outcomes, key=lambda outcome: order[outcome.status])
+
+
+MOVE_FIELDS = ("transformers", "framework", "builder")
+"""The release fields a collapsed line names (a ``divergence`` line names one class: details only)."""
+
+
+def release_move(outcomes: Sequence[RecipeOutcome]) -> str:
+    """What made ``outcomes``' snapshots and what made them now, each move once."""
+    moves = dict.fromkeys(f"{h.field} {h.old} → {h.new}" for field in MOVE_FIELDS for outcome in outcomes
+                          if outcome.change for h in outcome.change.header_changes if h.field == field)
+    return "; ".join(moves)
+
+
+def probe_line(reach: ReachChange) -> str:
+    """A mix probed another way, and, where its forward now raises, what that means for training."""
+    line = f"{reach.mix} probe: {reach.probe}"
+    if reach.why.startswith(RAISES_ALIKE):
+        return (f"{line}: the model's own forward raises under this release ({reach.why.removeprefix(RAISES_ALIKE)}"
+                .replace("(: ", "(") + "), so it cannot train with this class under this release")
+    return f"{line} ({reach.why})" if reach.why else line
 
 
 UNMAPPED_TITLE = "stored names no tensor has now (not even through a rename)"
@@ -65,7 +102,7 @@ def _text_change(change: RecipeChange) -> Iterator[str]:
         yield f"  {header.field}: {header.old} -> {header.new}"
     for title, _, groups in _change_sections(change):
         yield from _text_groups(title, groups, change.stored_names)
-    yield from (f"  {reach.mix} probe: {reach.probe}" for reach in change.reach_changes if reach.probe)
+    yield from (f"  {probe_line(reach)}" for reach in change.reach_changes if reach.probe)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
         yield from (f"    {group.describe()}" for group in change.renamed)
@@ -76,15 +113,20 @@ def native_summary(outcomes: Sequence[RecipeOutcome]) -> str:
     verdicts = [outcome.nemo_automodel.verdict for outcome in outcomes if outcome.nemo_automodel]
     if not verdicts:
         return ""
-    counts = ", ".join(f"{v} {verdicts.count(v)}" for v in NATIVE_VERDICTS if v in verdicts)
-    return f"nemo-automodel 0.7: {counts} (mmfreeze train / mmfreeze.nemo.install())"
+    native, needs = verdicts.count("native"), verdicts.count("needs the integration")
+    rejected = len(verdicts) - native - needs
+    counts = ([f"{native} run{'s' * (native == 1)} natively"] * bool(native)
+              + [f"{needs} need{'s' * (needs == 1)} mmfreeze's runtime integration (`mmfreeze train`)"] * bool(needs)
+              + [f"{rejected} {'is' if rejected == 1 else 'are'} rejected until `mmfreeze migrate` rewrites "
+                 f"{'it' if rejected == 1 else 'them'}"] * bool(rejected))
+    return f"nemo-automodel 0.7: {', '.join(counts)}"
 
 
 def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
     """Every outcome but ``passed``, then orphans, then how the framework runs the recipes; the
     caller prints it without markup."""
     lines: list[str] = []
-    for outcome in outcomes:
+    for outcome in by_severity(outcomes):
         if outcome.status == "passed":
             continue
         lines.append(f"{outcome.recipe}: {STATUS_TITLES[outcome.status]} ({outcome.snapshot})")
@@ -130,8 +172,21 @@ def _md_summary_row(outcome: RecipeOutcome) -> str:
     if change and not change.newly_frozen and not change.newly_trainable:
         # No stored frozen name moved: the row says what did (LoRA adapters, the release, ...).
         frozen, trainable = "no frozen name moved", _md_what_moved(change)
-    return (f"| {_md_code(outcome.recipe)} | {STATUS_TITLES[outcome.status]} | {frozen} | {trainable} "
+    status = STATUS_TITLES[outcome.status]
+    if outcome.status == "input_error" and outcome.message:
+        status += ": " + html.escape(_without_recipe(outcome.message, outcome.recipe)).replace("|", "&#124;")
+    return (f"| {_md_code(outcome.recipe)} | {status} | {frozen} | {trainable} "
             f"| {html.escape(outcome.nemo_automodel.describe() if outcome.nemo_automodel else '')} |")
+
+
+def _without_recipe(message: str, recipe: str) -> str:
+    """An input error's message as a table cell beside its recipe: one line, without the recipe's
+    name in front, at most :data:`CELL_CHARACTERS` characters."""
+    text = " ".join(message.removeprefix(f"{recipe}: ").split())
+    return text if len(text) <= CELL_CHARACTERS else text[:CELL_CHARACTERS - 1] + "…"
+
+
+CELL_CHARACTERS = 300
 
 
 def _md_what_moved(change: RecipeChange) -> str:
@@ -145,7 +200,7 @@ def _md_what_moved(change: RecipeChange) -> str:
     for reach in change.reach_changes:
         moved += [f"{reach.mix} {verb}: {describe_total(groups)}" for verb, groups in
                   (("newly unreachable", reach.newly_unreachable), ("reached now", reach.newly_reached)) if groups]
-        moved += [f"{reach.mix} probe: {reach.probe}"] if reach.probe else []
+        moved += [probe_line(reach)] if reach.probe else []
     if change.renamed:
         moved.append(f"renamed: {renamed_total(change.renamed)}")
     if change.header_changes:
@@ -202,23 +257,62 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
 def render_markdown(
     outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan], *, limit: int | None = COMMENT_LIMIT
 ) -> str:
-    """A pull-request comment: summary table first, each recipe's details folded; within
-    ``limit`` characters (``None``: the whole report, for ``--report-file``)."""
-    shown = [outcome for outcome in outcomes if outcome.status != "passed"]
+    """A pull-request comment that leads with what changed: a row per recipe that needs a person
+    (input errors with their reason, changes, missing snapshots), then one line per kind of release
+    difference, then how to accept; each changed recipe's details folded below. Within ``limit``
+    characters (``None``: the whole report, for ``--report-file``)."""
+    ordered = by_severity([outcome for outcome in outcomes if outcome.status != "passed"])
+    rows = [outcome for outcome in ordered if outcome.status not in RELEASE_ONLY]
     lines = ["### mmfreeze: frozen-parameter changes", ""]
     native = [f"{summary}\n"] if (summary := native_summary(outcomes)) else []
-    if not shown and not orphans:
+    if not ordered and not orphans:
         return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", "", *native])
-    lines += ["| recipe | status | newly frozen | newly trainable | nemo-automodel 0.7 |", "|---|---|---|---|---|"]
-    lines += [_md_summary_row(outcome) for outcome in shown]
-    lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot"
-              f"{f' (cannot delete it: {html.escape(o.delete_error)})' if o.delete_error else ''} | | | |" for o in orphans]
-    lines.append(f"\n{len(outcomes) - len(shown)} other recipes unchanged.\n")
+    if rows or orphans:
+        lines += ["| recipe | status | newly frozen | newly trainable | nemo-automodel 0.7 |", "|---|---|---|---|---|"]
+        lines += [_md_summary_row(outcome) for outcome in rows]
+        lines += [f"| {_md_code(o.recipe)} | {'deleted' if o.deleted else 'orphaned'} snapshot"
+                  f"{f' (cannot delete it: {html.escape(o.delete_error)})' if o.delete_error else ''} | | | |"
+                  for o in orphans]
+        lines.append("")
+    for status in RELEASE_ONLY:
+        if same := [outcome for outcome in ordered if outcome.status == status]:
+            lines.append(f"**{len(same)} {STATUS_TITLES[status]}** ({html.escape(release_move(same))}): "
+                         f"{RELEASE_ONLY_MEANS[status]}.\n")
+    lines.append(f"{len(outcomes) - len(ordered)} other recipes unchanged.\n")
     lines += native
-    details = ["\n".join(_md_details(outcome)) for outcome in shown]
+    if advice := _md_advice(ordered, orphans):
+        lines.append(advice + "\n")
+    details = ["\n".join(_md_details(outcome)) for outcome in rows if outcome.change is not None or outcome.message]
+    details += [_md_release_details(status, [o for o in ordered if o.status == status]) for status in RELEASE_ONLY
+                if status != "version_only" and any(o.status == status for o in ordered)]
     if limit is None:
         return "\n".join([*lines, *details])
     return fit_comment("\n".join(lines), details, limit=limit)
+
+
+def _md_advice(shown: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
+    release = sum(outcome.status in RELEASE_ONLY for outcome in shown)
+    real = sum(outcome.status in ("changed", "missing") for outcome in shown) + sum(not o.deleted for o in orphans)
+    if release and real:
+        return (f"Accept the {release} release differences alone with `mmfreeze snapshot --accept-release PATHS`; "
+                f"review the {real} other{'s' * (real > 1)} before `mmfreeze snapshot --update PATHS`.")
+    if release:
+        return "Accept these release differences with `mmfreeze snapshot --accept-release PATHS`."
+    if real:
+        return "Review the changes, then accept them with `mmfreeze snapshot --update PATHS`."
+    return ""
+
+
+def _md_release_details(status: str, outcomes: Sequence[RecipeOutcome]) -> str:
+    """The recipes of one kind of release difference, a line each: the renames and probes that differ
+    (a version-only one has neither: its collapsed line says everything)."""
+    lines = [f"<details><summary>{len(outcomes)} {STATUS_TITLES[status]}</summary>\n"]
+    for outcome in outcomes:
+        change = outcome.change
+        parts = [f"renamed {renamed_total(change.renamed)}"] * bool(change and change.renamed)
+        parts += [probe_line(reach) for reach in (change.reach_changes if change else ()) if reach.probe]
+        lines.append(f"- {_md_code(outcome.recipe)}" + (f": {html.escape('; '.join(parts))}" if parts else ""))
+    return "\n".join([*lines, "", "</details>\n"])
 
 
 RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}

@@ -9,10 +9,13 @@ from typing import Literal
 from mmfreeze.distributed.native import NativeSupport
 from mmfreeze.snapshots.diff import RecipeChange
 
-Status = Literal["passed", "changed", "renamed", "version_only", "missing", "written", "updated", "input_error"]
+Status = Literal["passed", "changed", "probe_only", "renamed", "version_only", "missing", "written", "updated",
+                 "input_error"]
 """``version_only``: changed in the release its header names and nothing else
 (:attr:`~mmfreeze.snapshots.diff.RecipeChange.version_only`); ``renamed``: that, and the release
 renamed tensors, each as trainable as before (:attr:`~mmfreeze.snapshots.diff.RecipeChange.renamed_only`);
+``probe_only``: either, and the release changed how a mix was probed for reachability
+(:attr:`~mmfreeze.snapshots.diff.RecipeChange.probe_only`);
 ``written``: a missing snapshot was stored; ``updated``: a changed one was accepted (its file now
 has the current names)."""
 
@@ -27,7 +30,7 @@ class RecipeOutcome:
     message: str | None = None
     """Why: the input error, or why no detailed change could be computed."""
     change: RecipeChange | None = None
-    """For ``changed``, ``renamed``, ``version_only`` and ``updated``: what moved."""
+    """For ``changed``, ``probe_only``, ``renamed``, ``version_only`` and ``updated``: what moved."""
     nemo_automodel: NativeSupport | None = None
     """Whether nemo-automodel 0.7 runs the recipe natively or needs ``mmfreeze.nemo``, and which keys
     decide it; ``None`` when the recipe could not be read."""

@@ -26,13 +26,14 @@ from mmfreeze.snapshots.layout import scope_dir
 from mmfreeze.snapshots.plugin import RUN_KEY, SnapshotRun
 from mmfreeze.snapshots.results import SnapshotRunResult
 
-Mode = Literal["check", "update", "new-only"]
+Mode = Literal["check", "update", "new-only", "accept-release"]
 """``check`` writes nothing; ``update`` accepts every change and deletes orphans; ``new-only``
-writes snapshots for new recipes and leaves existing ones to review."""
+writes snapshots for new recipes and leaves existing ones to review; ``accept-release`` writes only
+the snapshots whose difference is the release alone (version only, renamed, probe only)."""
 
 XDIST_WORKER = "PYTEST_XDIST_WORKER"
 MODE_FLAGS: dict[str, list[str]] = {
-    "check": [], "update": ["--snapshot-update"], "new-only": ["--snapshot-update-new-only"],
+    "check": [], "update": ["--snapshot-update"], "new-only": ["--snapshot-update-new-only"], "accept-release": [],
 }
 
 

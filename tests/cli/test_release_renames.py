@@ -1,13 +1,16 @@
 """Issue 24: a snapshot made under the other transformers release is compared through the renames.
 
 The two releases mmfreeze supports, 5.18.0 (nemo-automodel 0.7.0's pin, `.ci/framework_env`) and
-5.24.0 (the main environment), name the Qwen-Omni thinkers' towers differently. Each environment
-checks the snapshots the *other* one made, with the transformers classes:
+the test environment's (``MAIN_TRANSFORMERS``), name the Qwen-Omni thinkers' towers differently.
+Each environment checks the snapshots of the bundled recipes that the *other* one made with the
+transformers classes, kept as fixtures beside the committed snapshots (which are the framework's
+classes' under 5.18.0, where the recipes train):
 
-- under 5.18.0, the committed ``snapshots/`` (made under 5.24.0);
-- under 5.24.0, ``tests/snapshots/fixtures/transformers-5.18.0/`` (made under 5.18.0 by
-  ``.venv-framework/bin/mmfreeze snapshot --update --builder transformers --snapshot-dir
-  tests/snapshots/fixtures/transformers-5.18.0 example_configs``).
+- under 5.18.0, ``tests/snapshots/fixtures/transformers-<MAIN_TRANSFORMERS>/`` (made by
+  ``.venv/bin/mmfreeze snapshot --update --builder transformers --snapshot-dir
+  tests/snapshots/fixtures/transformers-<MAIN_TRANSFORMERS> example_configs``);
+- under the main release, ``tests/snapshots/fixtures/transformers-5.18.0/`` (made the same way
+  with ``.venv-framework/bin/mmfreeze``).
 
 Both directions give the same outcomes: the Omni thinker recipes "renamed" with their exact tensor
 counts, four recipes "changed" by a probe alone, where one release's model code raises (the two
@@ -26,16 +29,17 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.models.probe.run import SHRUNKEN
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from mmfreeze.versions import installed_version
 from tests.cli.test_snapshot import run
-from tests.conftest import REPO_ROOT
+from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
 from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 INSTALLED = installed_version("transformers")
 FIXTURE_518 = Path("tests/snapshots/fixtures/transformers-5.18.0")
-OTHER_RELEASE_SNAPSHOTS = {SNAPSHOT_TRANSFORMERS_VERSION: FIXTURE_518, "5.18.0": Path("snapshots")}
+FIXTURE_MAIN = Path(f"tests/snapshots/fixtures/transformers-{MAIN_TRANSFORMERS}")
+OTHER_RELEASE_SNAPSHOTS = {MAIN_TRANSFORMERS: FIXTURE_518, "5.18.0": FIXTURE_MAIN}
 """Installed release -> the snapshot folder the other supported release made."""
 OMNI_25 = "example_configs/audio_finetune/qwen2_5_omni/qwen2_5_omni_7b_librispeech.yaml"
 RENAMED = {
@@ -79,7 +83,7 @@ def expected_groups(counts: dict[str, int]) -> list[tuple[str, str, int]]:
     groups = []
     for part, tensors in counts.items():
         old, new = RENAMES_518_TO_524[part]
-        groups.append((old, new, tensors) if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else (new, old, tensors))
+        groups.append((old, new, tensors) if INSTALLED == MAIN_TRANSFORMERS else (new, old, tensors))
     return sorted(groups)
 
 
@@ -116,7 +120,7 @@ def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_changed_
         assert [h["field"] for h in change["header_changes"]] == ["transformers"]
     for recipe, probes in PROBE_CHANGES.items():
         change = outcomes[recipe]["change"]
-        directed = {mix: (old, new) if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else (new, old)
+        directed = {mix: (old, new) if INSTALLED == MAIN_TRANSFORMERS else (new, old)
                     for mix, (old, new) in probes.items()}
         assert change["reach_changes"] == [{"mix": mix, "probe": f"{stored} -> {current}", "newly_reached": [],
                                             "newly_unreachable": []} for mix, (stored, current) in directed.items()]
@@ -147,7 +151,7 @@ def test_a_real_change_under_the_release_switch_is_changed_under_both_names_besi
     [tower] = change["newly_trainable"]
     assert tower["label"].endswith("(vision tower)") and tower["tensors"] > 500
     current_prefix, stored_prefix = "thinker.model.visual.", "thinker.visual."
-    if INSTALLED != SNAPSHOT_TRANSFORMERS_VERSION:
+    if INSTALLED != MAIN_TRANSFORMERS:
         current_prefix, stored_prefix = stored_prefix, current_prefix
     assert all(name.startswith(current_prefix) for name in tower["names"])
     assert {change["stored_names"][name] for name in tower["names"]} == \
@@ -173,7 +177,7 @@ def test_update_writes_the_current_releases_names(tmp_path: Path) -> None:
     assert f"transformers: {INSTALLED}" in stored.read_text()
     assert run(tmp_path, "--check", "--builder", "transformers", OMNI_25).returncode == ExitCode.OK
     names = [line for line in stored.read_text().split("\n---\n", 1)[1].splitlines() if line.startswith("thinker.")]
-    visual = "thinker.model.visual." if INSTALLED == SNAPSHOT_TRANSFORMERS_VERSION else "thinker.visual."
+    visual = "thinker.model.visual." if INSTALLED == MAIN_TRANSFORMERS else "thinker.visual."
     assert any(name.startswith(visual) for name in names)
 
 
@@ -187,14 +191,14 @@ GEMMA3 = "example_configs/vlm_finetune/gemma3/gemma3_4b_cord_v2.yaml"
 def test_the_frameworks_own_classes_read_a_transformers_snapshot_through_their_state_dict_adapter(
     tmp_path: Path,
 ) -> None:
-    """The committed snapshots are the transformers classes'. The framework's Qwen3-VL-MoE names its
+    """The main release's fixture holds the transformers classes' snapshots. The framework's Qwen3-VL-MoE names its
     experts ``down_projs`` / ``gate_and_up_projs``; its state-dict adapter writes them as the
     checkpoint's ``down_proj`` / ``gate_up_proj``, so the builder switch reads them as renames. Its
     image mix cannot be probed without weights (the framework's class reaches for CUDA when it is
     built again, small or fake), where the transformers class's was: the recipe is "changed" by
     that probe alone, and says why. Gemma 3, built by the framework as transformers' class,
     differs in the header's builder alone."""
-    status, report = check(REPO_ROOT, Path("snapshots"), [QWEN3_VL_MOE, GEMMA3], tmp_path / "report.json",
+    status, report = check(REPO_ROOT, FIXTURE_MAIN, [QWEN3_VL_MOE, GEMMA3], tmp_path / "report.json",
                            builder="framework")
     outcomes = {outcome["recipe"]: outcome for outcome in report["recipes"]}
     assert status == ExitCode.CHANGED, report["summary"]

@@ -1,7 +1,7 @@
 """Issue #22: nemo-automodel's own code judges every committed snapshot.
 
-The committed snapshots (``snapshots/``) describe the transformers classes under transformers
-5.24.0, the main environment. For each bundled recipe, its `peft` and `freeze_config` go through
+The committed snapshots (``snapshots/``) describe the framework's own classes under its pin,
+transformers 5.18.0, where the bundled recipes train. For each bundled recipe, its `peft` and `freeze_config` go through
 the framework's ``PeftConfig`` / ``apply_lora_to_linear_modules``, ``parse_freeze_config`` and
 ``_apply_trainability_policy`` (``tests/framework/oracle.py``) on the model built on meta, and the
 frozen names and the LoRA adapter names must be the snapshot's, name by name:
@@ -12,7 +12,7 @@ frozen names and the LoRA adapter names must be the snapshot's, name by name:
   the framework environment instead, through the integration
   (``tests/nemo/test_corpus_through_framework.py``), since 0.7 cannot read them.
 
-Not marked `framework`: it needs the main environment's transformers, which the snapshots name.
+Marked `framework`: it runs in `.ci/framework_env`, whose transformers and builder the snapshots name.
 """
 
 from __future__ import annotations
@@ -27,15 +27,11 @@ from mmfreeze.models.lora import ADAPTER_MARK
 from mmfreeze.snapshots.compress import expand_lines
 from mmfreeze.snapshots.format import parse_snapshot
 from mmfreeze.snapshots.layout import snapshot_path
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
 from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, REPO_ROOT, recipes_under
+from tests.nemo.framework_env import requires_framework
 from tests.nemo.framework_pipeline import fresh_model, read_recipe
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(installed_version("transformers") != SNAPSHOT_TRANSFORMERS_VERSION,
-                       reason=f"the committed snapshots name transformers {SNAPSHOT_TRANSFORMERS_VERSION}"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.framework, requires_framework]
 
 RECIPES = recipes_under(EXAMPLE_CONFIGS)
 

@@ -24,13 +24,14 @@ from mmfreeze.cli.main import cli
 from mmfreeze.migrate.release_renames import moved_selectors
 from mmfreeze.models.conversion import checkpoint_renames
 from mmfreeze.models.renames import Renames
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from mmfreeze.versions import installed_version
+from tests.conftest import MAIN_TRANSFORMERS
 from tests.nemo.framework_pipeline import fresh_model
 
 pytestmark = [
     pytest.mark.slow,  # builds the 7B Qwen2.5-Omni (thinker, talker, token2wav) on meta, and runs the framework on it
-    pytest.mark.skipif(installed_version("transformers") != SNAPSHOT_TRANSFORMERS_VERSION,
-                       reason=f"the fixture names 5.18 paths, which transformers {SNAPSHOT_TRANSFORMERS_VERSION} renamed"),
+    pytest.mark.skipif(installed_version("transformers") != MAIN_TRANSFORMERS,
+                       reason=f"the fixture names 5.18 paths, which transformers {MAIN_TRANSFORMERS} renamed"),
 ]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "release_renames" / "qwen2_5_omni_7b_towers_frozen.yaml"

@@ -17,7 +17,8 @@ from mmfreeze.resolver import ARCHITECTURE_TABLE
 from benchmarks.resolver_checks import build_structure, candidate_classes
 from mmfreeze.resolver.entry import ArchitectureEntry
 from mmfreeze.resolver.resolve import resolve_structure
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from mmfreeze.versions import installed_version
+from tests.conftest import MAIN_TRANSFORMERS
 
 Modules = frozenset[tuple[str, str, str]]  # (path, modality, role)
 Language = Mapping[str, str]  # part -> path
@@ -88,7 +89,7 @@ def _resolve_on(tree: set[str], entry: ArchitectureEntry) -> tuple[Modules, Lang
 
 
 def test_both_releases_ci_tests_are_recorded():
-    assert set(RELEASE_PATHS) == {SNAPSHOT_TRANSFORMERS_VERSION, "5.18.0"}
+    assert set(RELEASE_PATHS) == {MAIN_TRANSFORMERS, "5.18.0"}
 
 
 @pytest.mark.parametrize(("release", "class_name"), CASES)
@@ -99,7 +100,7 @@ def test_table_alternatives_resolve_each_recorded_release(release: str, class_na
     assert _resolve_on(_tree(record), ARCHITECTURE_TABLE[class_name]) == record
 
 
-@pytest.mark.parametrize("class_name", sorted(RELEASE_PATHS[SNAPSHOT_TRANSFORMERS_VERSION]))
+@pytest.mark.parametrize("class_name", sorted(RELEASE_PATHS[MAIN_TRANSFORMERS]))
 def test_installed_release_matches_its_record(class_name: str):
     """The record of the installed release is the real module tree (skipped under a release with no record)."""
     release = installed_version("transformers")

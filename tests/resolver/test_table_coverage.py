@@ -12,7 +12,8 @@ import pytest
 from benchmarks.resolver_checks import TEXT_ONLY_CLASSES, candidate_classes, verify_candidate
 from mmfreeze.resolver import ARCHITECTURE_TABLE
 from mmfreeze.resolver.table_framework import TABLE as FRAMEWORK_ONLY
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from mmfreeze.versions import installed_version
+from tests.conftest import MAIN_TRANSFORMERS
 
 CANDIDATES = {candidate.class_name: candidate for candidate in candidate_classes()}
 TRANSFORMERS_VERSION = installed_version("transformers")
@@ -23,7 +24,7 @@ tests/framework/test_framework_classes.py, where the framework is installed."""
 
 def test_every_table_entry_is_a_multimodal_or_declared_text_only_class():
     absent = sorted(set(TRANSFORMERS_TABLE) - set(CANDIDATES))
-    if absent and TRANSFORMERS_VERSION != SNAPSHOT_TRANSFORMERS_VERSION:
+    if absent and TRANSFORMERS_VERSION != MAIN_TRANSFORMERS:
         pytest.skip(f"transformers {TRANSFORMERS_VERSION} does not have {len(absent)} table classes yet: {absent}")
     assert absent == []
 
@@ -32,7 +33,7 @@ def test_every_table_entry_is_a_multimodal_or_declared_text_only_class():
 def test_table_entry_matches_the_real_module_tree(class_name):
     """Declared paths exist, roles and modalities are as declared, every parameter has one owner
     or a declared reason, and no heuristic warning is logged."""
-    if class_name not in CANDIDATES and TRANSFORMERS_VERSION != SNAPSHOT_TRANSFORMERS_VERSION:
+    if class_name not in CANDIDATES and TRANSFORMERS_VERSION != MAIN_TRANSFORMERS:
         pytest.skip(f"transformers {TRANSFORMERS_VERSION} has no {class_name}")
     result = verify_candidate(CANDIDATES[class_name])
     assert result.problems == ()

@@ -58,7 +58,7 @@ def test_excluding_the_vision_tower_reports_its_24_removed_adapters_by_module_in
         "  adapters removed: 24 tensors / 0 parameters",
         "    model.vision_tower (vision tower): 24 tensors / 0 parameters",
         *(f"      {line}" for line in VISION_ADAPTER_LINES),
-        "nemo-automodel 0.7: native 1 (mmfreeze train / mmfreeze.nemo.install())",
+        "nemo-automodel 0.7: 1 runs natively",
     ]
     markdown = run(lora_corpus, "recipes", "--check", "--report", "markdown").stdout
     assert ("| `recipes/lora.yaml` | changed | no frozen name moved | adapters removed: 24 tensors<br>"

@@ -76,7 +76,7 @@ NATIVE_OUTCOMES = [
 
 
 def test_every_report_says_how_nemo_automodel_runs_the_recipes() -> None:
-    summary = "nemo-automodel 0.7: native 2, needs the integration 1 (mmfreeze train / mmfreeze.nemo.install())"
+    summary = "nemo-automodel 0.7: 2 run natively, 1 needs mmfreeze's runtime integration (`mmfreeze train`)"
     text = render_text(NATIVE_OUTCOMES, [])
     assert "cfg/new.yaml: changed" in text and "  nemo-automodel 0.7: needs the integration (freeze_config.vision)" in text
     assert text.splitlines()[-1] == summary
