@@ -72,6 +72,9 @@ TALLY_PROPERTY = "differential_tally"
 """A differential test's cases compared with zero differences, by kind, as a report property:
 added up from the reports, so the count is whole when pytest-xdist runs the tests in workers."""
 TALLY: Counter[str] = Counter()
+SUMMARY_LINE_PROPERTY = "summary_line"
+"""A line a test asks to be printed at the end of the run (a measured count CI must show)."""
+SUMMARY_LINES: list[str] = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -82,10 +85,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for name, value in report.user_properties:
         if name == TALLY_PROPERTY:
             TALLY.update(value)
+        elif name == SUMMARY_LINE_PROPERTY:
+            SUMMARY_LINES.append(value)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How many differential cases matched the framework (the issue asks for the counts)."""
+    """The lines tests asked for, then how many differential cases matched the framework (the
+    issues ask for the counts)."""
+    for line in SUMMARY_LINES:
+        terminalreporter.write_line(line)
     if not TALLY:
         return  # no differential test ran (or nemo-automodel is not installed)
     from tests.framework.oracle import installed_release
