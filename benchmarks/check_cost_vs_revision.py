@@ -6,7 +6,7 @@
 A change may not make the corpus check more than 10% slower without saying why. Timings on this
 machine move by about 10% from run to run and more from day to day, so both revisions are measured
 here, interleaved, in one run: each revision checks its own `example_configs/` against its own
-`snapshots/`, its code imported from a `git worktree` of the revision (put first on PYTHONPATH).
+snapshots made in an environment like this one (`environment_snapshots`), its code imported from a `git worktree` of the revision (put first on PYTHONPATH).
 
 Each run gives its wall time and the CPU time of its whole process tree (the command, its
 forkserver and build workers). Ratios are given twice: of the medians, and the median of each
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus_check import REPEATS, Run, mmfreeze  # noqa: E402
+from corpus_check import REPEATS, Run, environment_snapshots, mmfreeze  # noqa: E402
 
 
 def checkout(revision: str, into: Path) -> Path:
@@ -39,7 +39,7 @@ def checkout(revision: str, into: Path) -> Path:
 def measure(code: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Run]:
     work = scratch / f"{label}-{repeat}"
     shutil.copytree(code / "example_configs", work / "example_configs")
-    shutil.copytree(code / "snapshots", work / "snapshots")
+    shutil.copytree(environment_snapshots(code), work / "snapshots")
     cache = scratch / f"cache-{label}-{repeat}"
     os.environ["PYTHONPATH"] = str(code)
     cold = mmfreeze("snapshot", "--check", "-q", "example_configs", cwd=work, cache=cache)

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus_check import CORPUS, REPEATS, median, mmfreeze  # noqa: E402
+from corpus_check import CORPUS, REPEATS, environment_snapshots, median, mmfreeze  # noqa: E402
 
 UNBUILDABLE = {
     "model_type": "llava",
@@ -47,7 +47,7 @@ def main() -> int:
         scratch = Path(scratch_name)
         work = scratch / "repo"
         shutil.copytree(CORPUS, work / "example_configs")
-        shutil.copytree(REPO / "snapshots", work / "snapshots")
+        shutil.copytree(environment_snapshots(), work / "snapshots")
         without, without_runs, without_exit = warm_seconds(work, scratch / "cache-without")
         (work / "unbuildable").mkdir()
         (work / "unbuildable" / "config.json").write_text(json.dumps(UNBUILDABLE))

@@ -26,24 +26,28 @@ class FrozenSetDifference:
     model_tensors: int
     snapshot_tensors: int
     """Frozen plus trainable tensors of the snapshot's model (its header)."""
+    stage: bool = False
+    """The model is one pipeline stage: the snapshot's other names live on other ranks."""
 
     @property
     def tensor_count_differs(self) -> bool:
-        return self.model_tensors != self.snapshot_tensors
+        return not self.stage and self.model_tensors != self.snapshot_tensors
 
     @property
     def empty(self) -> bool:
         return not (self.newly_frozen or self.newly_trainable or self.missing or self.tensor_count_differs)
 
 
-def compare_with_snapshot(live: LiveModel, snapshot: Snapshot) -> FrozenSetDifference:
+def compare_with_snapshot(live: LiveModel, snapshot: Snapshot, *, stage: bool = False) -> FrozenSetDifference:
+    """``stage``: ``live`` is one pipeline stage, checked against the snapshot names it holds."""
     stored = snapshot.frozen
     present = live.numel.keys()
     header = snapshot.header
     return FrozenSetDifference(
         newly_frozen=tuple(sorted(live.frozen - stored)),
         newly_trainable=tuple(sorted(name for name in stored if name in present and name not in live.frozen)),
-        missing=tuple(sorted(name for name in stored if name not in present)),
+        missing=() if stage else tuple(sorted(name for name in stored if name not in present)),
         model_tensors=len(live.names),
         snapshot_tensors=header.frozen_tensors + header.trainable_tensors,
+        stage=stage,
     )

@@ -40,6 +40,7 @@ def verify_frozen_set(
     optimizer: Any = None,
     snapshot: str | os.PathLike[str] | None = None,
     gradients: bool = False,
+    stage: bool = False,
     peer_timeout: float | None = DEFAULT_PEER_TIMEOUT_S,
 ) -> VerifiedFrozenSet:
     """Check that ``model`` trains exactly what the recipe's accepted snapshot says.
@@ -53,6 +54,8 @@ def verify_frozen_set(
       snapshot's rate for it.
     - ``gradients``: every trainable parameter must also hold a gradient (call it after a backward,
       before the optimizer step): a parameter the loss never reaches has none.
+    - ``stage``: ``model`` is one pipeline stage: each of its parameters is checked against the
+      snapshot, and the snapshot's other names are not looked for (they live on other ranks).
     - ``peer_timeout``: inside a process group, seconds to wait for every rank's verdict
       (``mmfreeze.guard.ranks``); ``None`` checks this rank alone.
 
@@ -62,7 +65,7 @@ def verify_frozen_set(
     """
     context = current_ranks() if peer_timeout is not None else None
     try:
-        live, local = _check_locally(model, recipe, optimizer, snapshot, gradients)
+        live, local = _check_locally(model, recipe, optimizer, snapshot, gradients, stage)
     except MmfreezeError as error:
         _share(context, False, f"could not verify: {error}", peer_timeout, wait=False)
         raise
@@ -77,7 +80,7 @@ def verify_frozen_set(
 
 
 def _check_locally(
-    model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot: Any, gradients: bool,
+    model: nn.Module, recipe: RecipeRef, optimizer: Any, snapshot: Any, gradients: bool, stage: bool,
 ) -> tuple[LiveModel, LocalCheck]:
     path = recipe_file(recipe)
     located = find_snapshot(path, snapshot)
@@ -86,7 +89,7 @@ def _check_locally(
     local = LocalCheck(
         recipe=recipe_label(recipe),
         snapshot=located,
-        difference=compare_with_snapshot(live, stored),
+        difference=compare_with_snapshot(live, stored, stage=stage),
         optimizer=check_optimizer(optimizer, live, stored.rate_of) if optimizer is not None else None,
         snapshot_transformers=stored.header.transformers,
         missing_gradients=missing_gradients(model, live) if gradients else None,

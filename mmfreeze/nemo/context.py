@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.recipes.compiled import KEYS as LAYOUT_KEYS
 from mmfreeze.recipes.multimodal import read_module_overrides
@@ -44,6 +45,11 @@ class RunContext:
     """Run the guard before the first optimizer step (``mmfreeze.guard`` in the recipe turns it off)."""
     gradients: bool = False
     """The guard also checks that every trainable parameter received a gradient (``mmfreeze.gradients``)."""
+    needs: frozenset[str] = frozenset()
+    """What the recipe says that 0.7 cannot (``freeze``, ``rates``, ``distributed``): the framework
+    functions the integration replaces (:data:`mmfreeze.nemo.installation.HOOK_GROUPS`)."""
+    pipeline_stages: bool = False
+    """``distributed.pp_size`` above 1: each model the guard sees is one stage."""
 
     @property
     def recipe_file(self) -> RecipeFile | None:
@@ -64,7 +70,30 @@ def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunCo
         override_specs=override_specs(read_module_overrides(document, source=shown)),
         guard=_setting(document, GUARD_KEY, True, shown) if guard is None else guard,
         gradients=_setting(document, GRADIENTS_KEY, False, shown),
+        needs=_needs(document),
+        pipeline_stages=_pp_size(document, shown) > 1,
     )
+
+
+NEED_OF_KEY = {"freeze_config": "freeze", "optimizer": "rates", "distributed": "distributed"}
+"""The first key of what :func:`native_support` says needs the integration -> the need it names."""
+
+
+def _needs(document: Mapping[str, Any]) -> frozenset[str]:
+    support = native_support(document)
+    if support.verdict != "needs the integration":
+        return frozenset()  # native, or rejected: the framework's own loader says why
+    return frozenset(NEED_OF_KEY[key.split(".", 1)[0]] for key in support.keys)
+
+
+def _pp_size(document: Mapping[str, Any], source: str) -> int:
+    distributed = document.get("distributed")
+    size = distributed.get("pp_size", 1) if isinstance(distributed, Mapping) else 1
+    if size is None:
+        return 1
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise IntegrationError(f"must be a positive integer, got {size!r}", source=source, key="distributed.pp_size")
+    return size
 
 
 def _setting(document: Mapping[str, Any], key: str, default: bool, source: str) -> bool:

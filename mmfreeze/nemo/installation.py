@@ -1,27 +1,23 @@
-"""``install()``: make an unmodified nemo-automodel run mmfreeze recipes, all hook points or none.
+"""``install()``: make an unmodified nemo-automodel run what a recipe says that 0.7 cannot state, and
+guard the run, with nothing patched that the recipe does not need.
 
-What is replaced (every other function, and every section the framework understands itself,
-stays the framework's):
+A migrated recipe's freezing and rates are 0.7's own sections (`mmfreeze migrate`, rule MF006), so
+most recipes need no patch at all: the guard arms through torch's public hooks
+(:mod:`mmfreeze.guard.step_zero`), whatever builds the optimizer. The framework functions below
+are replaced only for a recipe that needs them (:func:`mmfreeze.distributed.native.native_support`
+names the keys; `mmfreeze explain` says which and why):
 
 ==============================================  =====================================================
-hook point                                      what mmfreeze does there
+hook points (group)                             what mmfreeze does there
 ==============================================  =====================================================
-``model_utils.parse_freeze_config``             parses a `(modality, role)` section (the recipe
-                                                boundary, ``RecipeConfig.freeze_config``, imports it
-                                                from here); other sections: the framework's parser
-``infrastructure.parse_freeze_config``          the same, for ``apply_model_infrastructure``
-``infrastructure.apply_parameter_freezing``     the freeze step of ``_apply_trainability_policy``
-                                                (strict, then every re-application): mmfreeze's
-                                                engine for its sections
-``model_utils.apply_parameter_freezing``        the same, for direct callers
-``_dist_utils.parse_distributed_section``       the framework's `distributed.multimodal` keys to the
-                                                framework, the additions to mmfreeze
-``ModelParallelizer.parallelize``               applies the additions at the FSDP hook
-``optimizer._coerce_param_group_overrides``    keeps `param_group_overrides` entries with a
-                                                selector (``role:``, ``layers:``, ...) in their place
-``OptimizerConfig.build`` (and each            resolves those entries on the model into the
-override: Dion, factory)                        framework's own patterns, then arms the guard
-                                                before the first optimizer step
+``parse_freeze_config`` (both), ``apply_        freeze: a `(modality, role)` section the compiler
+parameter_freezing`` (both)                     could not state in 0.7's selectors (a parameter on
+                                                the model's root), parsed and applied by mmfreeze
+``optimizer._coerce_param_group_overrides``,    rates: `param_group_overrides` entries with a
+``OptimizerConfig.build`` (and each override)   selector (``role:``, ``layers:``, ...), resolved on
+                                                the model into the framework's own patterns
+``_dist_utils.parse_distributed_section``,      distributed: mmfreeze's `distributed.multimodal`
+``ModelParallelizer.parallelize``               additions, parsed apart and applied at the FSDP hook
 ==============================================  =====================================================
 """
 
@@ -35,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from mmfreeze.exceptions import IntegrationError
+from mmfreeze.guard.step_zero import ArmedGuard, StepZeroGuard, arm_step_zero
 from mmfreeze.nemo import distributed, freeze, optimizer, rates
-from mmfreeze.nemo.context import RunContext, read_run_context
-from mmfreeze.nemo.hooks import HookPoint, Patch, apply_patches, remove_patches, resolve
+from mmfreeze.nemo.activate import RECIPE_ENV
+from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext, read_run_context
+from mmfreeze.nemo.hooks import HookPoint, Patch, apply_patches, remove_patches
 from mmfreeze.nemo.release import check_supported_release
 
-RECIPE_ENV = "MMFREEZE_NEMO_RECIPE"
-"""The recipe a launched run trains (set by `mmfreeze train`), when ``install()`` is not given one."""
 MODEL_UTILS = "nemo_automodel.components.utils.model_utils"
 INFRASTRUCTURE = "nemo_automodel._transformers.infrastructure"
 DIST_UTILS = "nemo_automodel.recipes._dist_utils"
@@ -74,11 +70,16 @@ OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", "_DionConfigBase", "Optimizer
 Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""
 BUILD_OPTIMIZER = tuple(
     HookPoint(module=OPTIMIZER, attribute=f"{name}.build",
-              why="selector rate entries are resolved on the model, and the guard armed, at each optimizer build")
+              why="selector rate entries are resolved on the model at each optimizer build")
     for name in OPTIMIZER_CONFIGS_WITH_BUILD
 )
-HOOK_POINTS = (PARSE_AT_RECIPE, PARSE_AT_BUILD, APPLY_IN_POLICY, APPLY_DIRECT, PARSE_DISTRIBUTED, PARALLELIZE,
-               COERCE_OVERRIDES, *BUILD_OPTIMIZER)
+HOOK_GROUPS: dict[str, tuple[HookPoint, ...]] = {
+    "freeze": (PARSE_AT_RECIPE, PARSE_AT_BUILD, APPLY_IN_POLICY, APPLY_DIRECT),
+    "rates": (COERCE_OVERRIDES, *BUILD_OPTIMIZER),
+    "distributed": (PARSE_DISTRIBUTED, PARALLELIZE),
+}
+"""What each need of a recipe (:attr:`RunContext.needs`) patches."""
+HOOK_POINTS = tuple(point for points in HOOK_GROUPS.values() for point in points)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,23 +90,33 @@ class Installation:
     """The nemo-automodel version it was installed into."""
     context: RunContext
     patches: tuple[Patch, ...]
+    """Only the framework functions this recipe needs replaced (none for most recipes)."""
+    guard: ArmedGuard | None
+    """The step-0 guard's torch hooks; ``None`` when the recipe turned it off."""
 
     def uninstall(self) -> None:
-        """Put every framework function back."""
+        """Put every framework function back and disarm the guard."""
         remove_patches(self.patches)
+        if self.guard is not None:
+            self.guard.disarm()
+        _ACTIVE.remove(self)
+
+
+_ACTIVE: list[Installation] = []
+"""The installation of this process (at most one)."""
 
 
 def install(recipe: str | os.PathLike[str] | None = None, *, guard: bool | None = None) -> Installation:
     """Install the integration into the installed nemo-automodel, once per process.
 
     - ``recipe``: the recipe this process trains (default: ``$MMFREEZE_NEMO_RECIPE``, which
-      `mmfreeze train` sets). Its `multimodal.modules` overrides are used, and the guard compares
-      the run with its snapshot. Without one, the guard cannot run: pass ``guard=False``.
-    - ``guard``: run the guard before the first optimizer step; default: the recipe's
-      ``mmfreeze.guard`` key, else true.
+      `mmfreeze train` sets). What it needs decides what is patched, and the guard compares the run
+      with its snapshot. Without one, nothing is patched and the guard cannot run: pass ``guard=False``.
+    - ``guard``: check the run against the snapshot before the first optimizer step; default: the
+      recipe's ``mmfreeze.guard`` key, else true.
 
     Raises :class:`~mmfreeze.exceptions.IntegrationError` on an unsupported release, a missing hook
-    point (nothing is patched then), or a second install.
+    point (nothing is patched then), a guard without a recipe, or a second install.
     """
     release = check_supported_release()
     if (current := installed()) is not None:
@@ -113,48 +124,44 @@ def install(recipe: str | os.PathLike[str] | None = None, *, guard: bool | None 
                                key="mmfreeze.nemo")
     path = recipe if recipe is not None else os.environ.get(RECIPE_ENV) or None
     context = read_run_context(Path(path) if path is not None else None, guard=guard)
-    installation: list[Installation] = []
-    _check_every_optimizer_build_is_hooked()
-    patches = apply_patches(_replacements(context, installation))
-    installation.append(Installation(release=release, context=context, patches=patches))
-    return installation[0]
+    if context.guard and context.recipe_file is None:
+        raise IntegrationError(
+            "the guard needs the recipe file to find its snapshot: mmfreeze.nemo.install(recipe=...), or launch "
+            f"with `mmfreeze train`; or turn it off with `{SETTINGS_KEY}: {{{GUARD_KEY}: false}}`",
+            key=f"{SETTINGS_KEY}.{GUARD_KEY}")
+    if "rates" in context.needs:
+        _check_every_optimizer_build_is_hooked()
+    patches = apply_patches(_replacements(context))
+    armed = arm_step_zero(StepZeroGuard(recipe=context.recipe_file, gradients=context.gradients,
+                                        stage=context.pipeline_stages)) if context.guard else None
+    installation = Installation(release=release, context=context, patches=patches, guard=armed)
+    _ACTIVE.append(installation)
+    return installation
 
 
 def installed() -> Installation | None:
-    """The installation active in this process, read from the framework itself (no global of ours)."""
-    try:
-        _, _, current = resolve(PARSE_AT_RECIPE)
-    except LookupError:
-        return None
-    found = getattr(current, "mmfreeze_installation", None)
-    return found[0] if found else None
+    """The installation active in this process."""
+    return _ACTIVE[0] if _ACTIVE else None
 
 
-def _replacements(context: RunContext, installation: list[Installation]) -> list[tuple[HookPoint, Callable[[Any], Any]]]:
+def _replacements(context: RunContext) -> list[tuple[HookPoint, Callable[[Any], Any]]]:
     additions = distributed.Additions()
-
-    def marked(make: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        def make_marked(original: Any) -> Any:
-            replacement = make(original)
-            replacement.mmfreeze_installation = installation  # filled once every point is patched
-            return replacement
-        return make_marked
-
-    return [
-        (PARSE_AT_RECIPE, marked(lambda original: freeze.parse_hook(original, context))),
-        (PARSE_AT_BUILD, marked(lambda original: freeze.parse_hook(original, context))),
-        (APPLY_IN_POLICY, marked(lambda original: freeze.apply_hook(original, context))),
-        (APPLY_DIRECT, marked(lambda original: freeze.apply_hook(original, context))),
-        (PARSE_DISTRIBUTED, marked(lambda original: distributed.parse_hook(original, context, additions))),
-        (PARALLELIZE, marked(lambda original: distributed.parallelize_hook(original, context, additions))),
-        (COERCE_OVERRIDES, marked(lambda original: rates.coerce_hook(original, context))),
-        *((point, marked(lambda original: optimizer.build_hook(original, context))) for point in BUILD_OPTIMIZER),
-    ]
+    makers: dict[HookPoint, Callable[[Any], Any]] = {
+        PARSE_AT_RECIPE: lambda original: freeze.parse_hook(original, context),
+        PARSE_AT_BUILD: lambda original: freeze.parse_hook(original, context),
+        APPLY_IN_POLICY: lambda original: freeze.apply_hook(original, context),
+        APPLY_DIRECT: lambda original: freeze.apply_hook(original, context),
+        PARSE_DISTRIBUTED: lambda original: distributed.parse_hook(original, context, additions),
+        PARALLELIZE: lambda original: distributed.parallelize_hook(original, context, additions),
+        COERCE_OVERRIDES: lambda original: rates.coerce_hook(original, context),
+        **{point: (lambda original: optimizer.build_hook(original, context)) for point in BUILD_OPTIMIZER},
+    }
+    return [(point, makers[point]) for need in sorted(context.needs) for point in HOOK_GROUPS[need]]
 
 
 def _check_every_optimizer_build_is_hooked() -> None:
-    """An optimizer config class with a ``build`` of its own that the guard does not arm would
-    train unguarded: refuse to install instead."""
+    """An optimizer config class with a ``build`` of its own that the integration does not wrap
+    would hand the framework selector rate entries it cannot read: refuse to install instead."""
     try:
         module = importlib.import_module(OPTIMIZER)
     except ImportError:
@@ -168,7 +175,8 @@ def _check_every_optimizer_build_is_hooked() -> None:
                       if "build" in vars(cls) and cls.__qualname__ not in OPTIMIZER_CONFIGS_WITH_BUILD)
     if unhooked:
         raise IntegrationError(
-            f"optimizer configs with a build() the guard cannot arm: {', '.join(unhooked)}; nothing was patched",
+            f"optimizer configs with a build() that cannot resolve selector rate entries: {', '.join(unhooked)}; "
+            "nothing was patched",
             key="mmfreeze.nemo")
 
 

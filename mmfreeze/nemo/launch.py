@@ -1,29 +1,42 @@
-"""`mmfreeze train -- COMMAND`: run the framework's own command line with the integration installed.
+"""`mmfreeze train -- COMMAND`: run the framework's own command line with the guard armed, and the
+integration where the recipe needs it, in the processes that train.
 
-The framework's launcher (``automodel``) and the worker processes it starts through torchrun are
-all separate Python interpreters, so the integration is installed in each at interpreter start:
-the launch puts :data:`ACTIVATION_DIR` first on ``PYTHONPATH`` (its ``sitecustomize`` calls
-``install()`` when :data:`ACTIVATE_ENV` is set, then runs any ``sitecustomize`` it shadows) and
-names the recipe in :data:`~mmfreeze.nemo.installation.RECIPE_ENV`.
+The framework's launcher (``automodel``) and the workers torchrun starts are separate interpreters,
+so each is armed at interpreter start: the launch puts :data:`ACTIVATION_DIR` first on
+``PYTHONPATH``, whose ``sitecustomize`` hands over to :mod:`mmfreeze.nemo.activate` in the launch's
+environment and nowhere else (:func:`activation_environment`). The same variables, exported in a
+job script, arm a launch mmfreeze does not start (:func:`export_lines`, `mmfreeze train --env`).
+
+Before the command starts, the recipe is read and what it needs is checked against the installed
+framework, so a bad key, an unsupported release or a launch the guard cannot reach fails here.
+SIGINT and SIGTERM are passed to the command, and its exit code is returned.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmfreeze.exceptions import IntegrationError, MmfreezeError
-from mmfreeze.nemo.installation import RECIPE_ENV, install
+from mmfreeze.exceptions import IntegrationError
+from mmfreeze.nemo.activate import ACTIVATE_ENV, GUARD_ENV, PREFIX_ENV, RECIPE_ENV
+from mmfreeze.nemo.context import read_run_context
+from mmfreeze.nemo.installation import install
+from mmfreeze.recipes.recipe import read_yaml
 
 ACTIVATION_DIR = Path(__file__).resolve().parent / "activation"
-ACTIVATE_ENV = "MMFREEZE_NEMO_INSTALL"
-GUARD_ENV = "MMFREEZE_NEMO_GUARD"
-"""``0`` turns the guard off for the run (``--no-guard``); unset, the recipe's ``mmfreeze.guard`` decides."""
 CONFIG_FLAGS = ("-c", "--config", "--config-path")
 RECIPE_SUFFIXES = (".yaml", ".yml")
+REMOTE_LAUNCHERS = ("skypilot", "nemo_run")
+"""Recipe sections that make the framework's command line launch elsewhere, without this environment."""
+UNGUARDED_RECIPES = {
+    "diffusion": "the diffusion recipe never reads freeze_config, so its snapshot describes nothing it trains",
+}
+"""A word of a ``recipe:`` class path -> why a run of it cannot be guarded (refused at launch)."""
+FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
 def find_recipe(command: Sequence[str]) -> Path:
@@ -48,39 +61,68 @@ def _existing(path: Path, flag: str) -> Path:
 
 
 def activation_environment(recipe: Path, *, guard: bool | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """``environ`` with the integration activated for ``recipe`` in every Python process it starts."""
+    """``environ`` with mmfreeze armed for ``recipe`` in the processes of this environment it starts."""
     python_path = [str(ACTIVATION_DIR), *filter(None, environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**environ, "PYTHONPATH": os.pathsep.join(python_path), ACTIVATE_ENV: "1", RECIPE_ENV: str(recipe.resolve())}
+    env = {**environ, "PYTHONPATH": os.pathsep.join(python_path), ACTIVATE_ENV: "1", RECIPE_ENV: str(recipe.resolve()),
+           PREFIX_ENV: sys.prefix}
     if guard is False:
         env[GUARD_ENV] = "0"
+    else:
+        env.pop(GUARD_ENV, None)
     return env
 
 
-def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
-    """Run ``command`` (the framework's launcher) with the integration installed; its exit code.
+def export_lines(recipe: Path, *, guard: bool | None) -> str:
+    """The shell line that arms a job script's launch (`sbatch`, `srun`) as `mmfreeze train` would."""
+    env = activation_environment(recipe, guard=guard, environ={"PYTHONPATH": "${PYTHONPATH:-}"})
+    names = ("PYTHONPATH", ACTIVATE_ENV, RECIPE_ENV, PREFIX_ENV, *([GUARD_ENV] if guard is False else []))
+    values = [f"{name}={_quoted(env[name])}" for name in names]
+    return "export " + " ".join(values)
 
-    The integration is installed (and removed) here first, so an unsupported release, a missing
-    hook point or a bad recipe key fails before any process starts."""
+
+def _quoted(value: str) -> str:
+    # ${PYTHONPATH:-} must expand in the job's shell: double quotes, the rest escaped.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
+
+
+def check_launch(recipe: Path, *, guard: bool | None) -> None:
+    """Everything that can be known before the command starts: the recipe's keys, a launch the guard
+    cannot reach, a recipe class it cannot guard, and the framework functions the recipe needs."""
+    context = read_run_context(recipe, guard=guard)
+    document = read_yaml(recipe, shown=context.source)
+    if context.guard:
+        for section in REMOTE_LAUNCHERS:
+            if section in document:
+                raise IntegrationError(
+                    f"this recipe launches through {section}, whose remote processes do not get this environment, "
+                    "so they would train unguarded: launch there with the job's own command and the line "
+                    f"`mmfreeze train --env {recipe}` prints, or turn the guard off (`--no-guard`)",
+                    source=context.source, key=section)
+        recipe_class = str(document.get("recipe", "")) if not isinstance(document.get("recipe"), Mapping) \
+            else str(document["recipe"].get("_target_", ""))
+        for word, why in UNGUARDED_RECIPES.items():
+            if word in recipe_class.lower():
+                raise IntegrationError(f"{recipe_class}: {why}; train it with `--no-guard`",
+                                       source=context.source, key="recipe")
+    if context.needs:
+        install(recipe, guard=False).uninstall()  # every hook point it needs resolves, or nothing runs
+
+
+def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
+    """Run ``command`` armed for the recipe it trains; its exit code (128 + N when signal N ended it)."""
     if not command:
         raise IntegrationError("no command to run: `mmfreeze train -- automodel recipe.yaml`", key="train")
     recipe = find_recipe(command)
-    install(recipe, guard=guard).uninstall()
+    check_launch(recipe, guard=guard)
     try:
-        return subprocess.run(list(command), env=activation_environment(recipe, guard=guard), check=False).returncode
+        child = subprocess.Popen(list(command), env=activation_environment(recipe, guard=guard))
     except FileNotFoundError as error:
         raise IntegrationError(f"cannot run {command[0]!r}: {error.strerror}", key="train") from error
-
-
-def activate_from_environment(environ: Mapping[str, str] = os.environ) -> None:
-    """What the activation ``sitecustomize`` runs: ``install()`` when the launch asked for it.
-
-    A process that cannot install exits at once (code 3) with the reason: Python reports an
-    exception in ``sitecustomize`` and carries on, which would train without the integration, and
-    ``SystemExit`` there is a fatal interpreter error with a traceback."""
-    if environ.get(ACTIVATE_ENV) != "1":
-        return
+    previous = {number: signal.signal(number, lambda received, _: child.send_signal(received)) for number in FORWARDED}
     try:
-        install(guard=False if environ.get(GUARD_ENV) == "0" else None)
-    except MmfreezeError as error:
-        print(f"mmfreeze train: {error}", file=sys.stderr, flush=True)
-        os._exit(3)
+        code = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 128 - code if code < 0 else code
+

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.models.build import environment_error
-from tests.conftest import REPO_ROOT
+from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
 
 RECIPE = "example_configs/vlm_finetune/gemma3n/gemma3n_e4b_cord_v2.yaml"  # its vision tower is timm's
 
@@ -25,7 +25,10 @@ def snapshot_check(cache: Path, *, python_path: Path | None = None) -> subproces
     env.pop("PYTHONPATH", None)
     if python_path is not None:
         env["PYTHONPATH"] = str(python_path)
-    return subprocess.run([sys.executable, "-m", "mmfreeze", "snapshot", "--check", "--progress", RECIPE],
+    # the transformers classes' snapshot of this release: the committed one is the framework's under its pin
+    snapshots = REPO_ROOT / "tests" / "snapshots" / "fixtures" / f"transformers-{MAIN_TRANSFORMERS}"
+    return subprocess.run([sys.executable, "-m", "mmfreeze", "snapshot", "--check", "--progress",
+                           "--snapshot-dir", str(snapshots), RECIPE],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
