@@ -11,7 +11,19 @@ design for FSDP2, where ``requires_grad`` is per rank), and raises
 (``labels``, ``message``). ``pytest_helpers`` turns it into a test assertion.
 """
 
-from mmfreeze.guard.report import GuardReport, VerifiedFrozenSet
-from mmfreeze.guard.verify import verify_frozen_set
+from __future__ import annotations
 
-__all__ = ["GuardReport", "VerifiedFrozenSet", "verify_frozen_set"]
+from typing import TYPE_CHECKING
+
+from mmfreeze.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from mmfreeze.guard.report import GuardReport, VerifiedFrozenSet
+    from mmfreeze.guard.verify import verify_frozen_set
+
+# Lazy: arming the step-0 guard (``step_zero``) in every process a launch starts must not import
+# the snapshot reader; the first step does.
+_EXPORTS = {"GuardReport": "mmfreeze.guard.report", "VerifiedFrozenSet": "mmfreeze.guard.report",
+            "verify_frozen_set": "mmfreeze.guard.verify"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -21,10 +21,12 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import FrozenSetMismatchError, IntegrationError
-from mmfreeze.guard.locate import RecipeRef, recipe_label
+
+if TYPE_CHECKING:
+    from mmfreeze.guard.locate import RecipeRef
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,6 +120,12 @@ def _check(armed: ArmedGuard, optimizer: Any) -> None:
         f"{'; every trainable parameter got a gradient' if verified.gradients_checked else ''})")
 
 
+def _label(guard: StepZeroGuard) -> str:
+    from mmfreeze.guard.locate import recipe_label
+
+    return recipe_label(guard.recipe)
+
+
 def _model_of(roots: list[Any], held: set[int], guard: StepZeroGuard) -> Any:
     """The outermost module whose forward ran and that holds every parameter the optimizer holds."""
     holders = [module for module in roots if held <= {id(p) for p in module.parameters()}]
@@ -126,7 +134,7 @@ def _model_of(roots: list[Any], held: set[int], guard: StepZeroGuard) -> Any:
             f"the guard cannot tell which model this optimizer trains: no module whose forward ran before its "
             f"first step holds its {len(held)} parameters ({len(roots)} modules ran). Call "
             "mmfreeze.verify_frozen_set(model, recipe, optimizer=...) yourself before the first step",
-            source=recipe_label(guard.recipe), key="mmfreeze.guard")
+            source=_label(guard), key="mmfreeze.guard")
     return min(holders, key=lambda module: sum(1 for _ in module.parameters()))
 
 
@@ -140,4 +148,4 @@ def _check_untrained(roots: list[Any], model: Any, held: set[int], guard: StepZe
             raise FrozenSetMismatchError(
                 f"{type(module).__name__} ran beside the model and no optimizer holds its parameters, yet "
                 f"{len(trainable)} of them are trainable (first: {', '.join(trainable[:3])}): a distillation "
-                "teacher must be frozen whole", source=recipe_label(guard.recipe))
+                "teacher must be frozen whole", source=_label(guard))

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from mmfreeze.cli.main import cli
 from mmfreeze.exceptions import IntegrationError
-from mmfreeze.nemo import launch, release
+from mmfreeze.nemo import release
 from mmfreeze.nemo.context import read_run_context
-from mmfreeze.nemo.launch import ACTIVATE_ENV, ACTIVATION_DIR, activation_environment, find_recipe
-from mmfreeze.nemo.installation import RECIPE_ENV
+from mmfreeze.nemo.activate import ACTIVATE_ENV, GUARD_ENV, PREFIX_ENV, RECIPE_ENV
+from mmfreeze.nemo.launch import ACTIVATION_DIR, activation_environment, find_recipe
 from tests.nemo.framework_env import FRAMEWORK_IMPORTABLE
 
 without_framework_dependencies = pytest.mark.skipif(
@@ -27,18 +27,39 @@ without_framework_dependencies = pytest.mark.skipif(
                                  "(the main environment); .venv-framework has every dependency")
 
 
+NEEDS_FREEZE = "model: {}\nfreeze_config:\n  vision: {tower: true}\n"
+"""A `(modality, role)` section where 0.7 reads freeze_config: only the integration can train it."""
+NATIVE = "model: {}\nfreeze_config:\n  freeze_modules: [{path: model.visual}]\n"
+
+
 @without_framework_dependencies
-def test_install_without_the_frameworks_training_code_names_what_is_missing_and_patches_nothing() -> None:
+def test_install_without_the_frameworks_training_code_names_what_is_missing_and_patches_nothing(tmp_path: Path) -> None:
     from nemo_automodel.components.utils import model_utils
 
     from mmfreeze import nemo
 
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(NEEDS_FREEZE)
     originals = (model_utils.parse_freeze_config, model_utils.apply_parameter_freezing)
     with pytest.raises(IntegrationError, match="lacks hook points") as raised:
-        nemo.install(guard=False)
+        nemo.install(recipe, guard=False)
     assert "nemo_automodel._transformers.infrastructure:apply_parameter_freezing" in str(raised.value)
     assert (model_utils.parse_freeze_config, model_utils.apply_parameter_freezing) == originals
     assert nemo.installed() is None
+
+
+def test_a_recipe_the_framework_runs_natively_is_not_patched_at_all(tmp_path: Path) -> None:
+    from mmfreeze import nemo
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(NATIVE)
+    installation = nemo.install(recipe, guard=False)
+    try:
+        assert installation.patches == () and installation.context.needs == frozenset()
+    finally:
+        installation.uninstall()
+    recipe.write_text(NEEDS_FREEZE)
+    assert read_run_context(recipe).needs == frozenset({"freeze"})
 
 
 def test_an_unsupported_release_is_refused_and_a_pre_0_7_one_names_the_hazard(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,14 +100,20 @@ def test_the_activation_environment_puts_the_activation_first_and_names_the_reci
     recipe = tmp_path / "recipe.yaml"
     env = activation_environment(recipe, guard=False, environ={"PYTHONPATH": "/elsewhere"})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(ACTIVATION_DIR), "/elsewhere"]
-    assert (env[ACTIVATE_ENV], env[RECIPE_ENV], env[launch.GUARD_ENV]) == ("1", str(recipe.resolve()), "0")
-    assert launch.GUARD_ENV not in activation_environment(recipe, guard=None, environ={})
+    assert (env[ACTIVATE_ENV], env[RECIPE_ENV], env[GUARD_ENV], env[PREFIX_ENV]) == ("1", str(recipe.resolve()), "0",
+                                                                                     sys.prefix)
+    assert GUARD_ENV not in activation_environment(recipe, guard=None, environ={GUARD_ENV: "0"})
 
 
 @without_framework_dependencies
-def test_a_process_that_cannot_install_exits_3_with_the_reason_instead_of_training_without_it() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ACTIVATION_DIR), ACTIVATE_ENV: "1"}
-    completed = subprocess.run([sys.executable, "-c", "print('trained')"], env=env, capture_output=True, text=True)
+def test_a_process_that_cannot_install_what_its_recipe_needs_exits_3_when_it_imports_the_framework(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(NEEDS_FREEZE)
+    env = activation_environment(recipe, guard=False)
+    untouched = subprocess.run([sys.executable, "-c", "print('ran')"], env=env, capture_output=True, text=True)
+    assert (untouched.returncode, untouched.stdout) == (0, "ran\n"), "a process that never imports the framework"
+    completed = subprocess.run([sys.executable, "-c", "import nemo_automodel; print('trained')"], env=env,
+                               capture_output=True, text=True)
     assert completed.returncode == 3
     assert "trained" not in completed.stdout
     assert completed.stderr.startswith("mmfreeze train: mmfreeze.nemo: the installed nemo-automodel lacks hook points")
@@ -94,14 +121,32 @@ def test_a_process_that_cannot_install_exits_3_with_the_reason_instead_of_traini
 
 
 @without_framework_dependencies
-def test_mmfreeze_train_fails_before_starting_the_command(tmp_path: Path) -> None:
+def test_mmfreeze_train_fails_before_starting_the_command_when_the_recipe_needs_what_cannot_be_installed(
+    tmp_path: Path,
+) -> None:
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text("model: {}\n")
+    recipe.write_text(NEEDS_FREEZE)
     marker = tmp_path / "ran"
     result = CliRunner().invoke(cli, ["train", "--", "touch", str(marker), str(recipe)])
     assert result.exit_code == 3
     assert "lacks hook points" in result.output
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("text", "refusal"), [
+    ("skypilot: {cloud: aws}\n", "launches through skypilot, whose remote processes do not get this environment"),
+    ("nemo_run: {executor: slurm}\n", "launches through nemo_run"),
+    ("recipe: nemo_automodel.recipes.diffusion.train.TrainDiffusionRecipe\n", "never reads freeze_config"),
+])
+def test_a_launch_the_guard_cannot_reach_is_refused_before_it_starts(tmp_path: Path, text: str, refusal: str) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(NATIVE + text)
+    marker = tmp_path / "ran"
+    result = CliRunner().invoke(cli, ["train", "--", "touch", str(marker), str(recipe)])
+    assert result.exit_code == 3 and refusal in " ".join(result.output.split()), result.output
+    assert not marker.exists()
+    assert CliRunner().invoke(cli, ["train", "--no-guard", "--", "touch", str(marker), str(recipe)]).exit_code == 0
+    assert marker.exists()
 
 
 @pytest.mark.parametrize(("text", "error"), [
