@@ -16,13 +16,18 @@ are grouped into FSDP units"), after its activation checkpointing and trainabili
   ``shard_multimodal_module``), and hidden from the framework's recursion, which shards the rest;
 - the dummy forward and the rank-uniformity check are installed as the plan says.
 
-If the model's parallelisation never reaches that hook (DDP, Megatron-FSDP, the MoE
-parallelizer), a section with additions is an error, not a no-op.
+The additions belong to the parse that read them: knowledge distillation with ``separate_meshes``
+parses the student's section and the teacher's twice each, and each model is parallelised with the
+strategy config its own parse made, which is how its additions are found again.
+
+A run whose parallelisation never reaches that hook is refused when its section is parsed, with the
+strategy that is in the way: DDP, Megatron-FSDP, the MoE parallelizer, a single device.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,40 +50,76 @@ logger = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class Additions:
-    """The run's mmfreeze additions: parsed at the recipe boundary, applied at parallelisation
-    (the last parsed section wins, as the framework's typed config does)."""
+    """One parse's mmfreeze additions, applied when the model parsed with it is parallelised."""
 
-    keys: tuple[str, ...] = ()
-    """The additions' key paths; empty when the section has none."""
-    config: MultimodalDistributedConfig | None = None
+    keys: tuple[str, ...]
+    """The additions' key paths."""
+    config: MultimodalDistributedConfig
     contract: BatchContract | None = None
     applied: list[MultimodalFsdpPlan] = field(default_factory=list)
     """The plans applied so far, one per parallelised model."""
 
 
-def parse_hook(original: Callable[[dict], dict], context: RunContext, additions: Additions) -> Callable[[dict], dict]:
+@dataclass(kw_only=True)
+class ParsedAdditions:
+    """Each parse's additions, by the strategy config object the framework made in that parse."""
+
+    by_strategy: list[tuple[Any, Additions]] = field(default_factory=list)
+
+    def record(self, strategy_config: Any, additions: Additions) -> None:
+        self.by_strategy.append((strategy_config, additions))
+
+    def find(self, strategy_config: Any) -> Additions | None:
+        return next((found for config, found in self.by_strategy if config is strategy_config), None)
+
+
+def parse_hook(
+    original: Callable[[dict], dict], context: RunContext, parsed: ParsedAdditions,
+) -> Callable[[dict], dict]:
     """``parse_distributed_section`` that keeps mmfreeze's additions out of the framework's constructors."""
 
     def parse_distributed_section_with_mmfreeze(cfg_dict: dict) -> dict:
         multimodal = cfg_dict.get("multimodal")
         framework, keys = split_framework_keys(multimodal) if isinstance(multimodal, Mapping) else ({}, ())
-        additions.keys, additions.config, additions.contract = keys, None, None
         if not keys:
             return original(cfg_dict)
         # Any mapping key may be a modality here; the model's own are checked at parallelisation.
         modalities = [key for key, value in multimodal.items() if isinstance(value, Mapping) and key != "batch_contract"]
-        additions.config = parse_multimodal_config(multimodal, known_modalities=modalities, source=context.source)
-        additions.contract = parse_batch_contract(multimodal, source=context.source)
-        return original({**cfg_dict, "multimodal": framework})
+        additions = Additions(
+            keys=keys, config=parse_multimodal_config(multimodal, known_modalities=modalities, source=context.source),
+            contract=parse_batch_contract(multimodal, source=context.source))
+        _refuse_unreachable(cfg_dict, additions, context)
+        result = original({**cfg_dict, "multimodal": framework})
+        parsed.record(result["strategy_config"], additions)
+        return result
 
     return parse_distributed_section_with_mmfreeze
 
 
-def parallelize_hook(original: Callable[..., Any], context: RunContext, additions: Additions) -> Callable[..., Any]:
-    """``ModelParallelizer.parallelize`` that applies the additions at its FSDP hook."""
+def _refuse_unreachable(section: Mapping[str, Any], additions: Additions, context: RunContext) -> None:
+    """At setup, not after full parallelisation: a strategy whose sharding never reaches the FSDP2 hook
+    (``strategy`` and ``moe`` as the framework's ``parse_distributed_section`` reads them)."""
+    strategy = str(section.get("strategy", "fsdp2")).lower()
+    why = None
+    if strategy != "fsdp2":
+        why = f"this recipe's strategy is {strategy}, which does not shard through FSDP2's hook"
+    elif section.get("moe") is not None:
+        why = "this recipe's model is parallelised by the MoE parallelizer, which does not shard through FSDP2's hook"
+    elif int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        why = "this run has a single device: nothing is sharded, so they would do nothing"
+    if why is not None:
+        raise IntegrationError(
+            f"{', '.join(additions.keys)} act where FSDP2 shards the model ({why}); remove them for this run, "
+            f"or train with `strategy: fsdp2` without the MoE parallelizer on several devices",
+            source=context.source, key=CONFIG_KEY)
+
+
+def parallelize_hook(original: Callable[..., Any], context: RunContext, parsed: ParsedAdditions) -> Callable[..., Any]:
+    """``ModelParallelizer.parallelize`` that applies the additions of the parse that made this model's setup."""
 
     def parallelize_with_mmfreeze(self: Any, model: Any, mesh_context: Any, /) -> Any:
-        if additions.config is None:
+        additions = parsed.find(getattr(mesh_context, "strategy_config", None))
+        if additions is None:
             return original(self, model, mesh_context)
         before = len(additions.applied)
         with _fsdp_hook(self, context, additions, mesh_context):
@@ -87,7 +128,7 @@ def parallelize_hook(original: Callable[..., Any], context: RunContext, addition
             raise IntegrationError(
                 f"this model's parallelisation ({type(self).__name__}) does not shard through "
                 f"ModelParallelizer._apply_fsdp_sharding, where mmfreeze applies {', '.join(additions.keys)}; "
-                f"remove those keys or use the FSDP2 strategy", source=context.source, key=CONFIG_KEY)
+                f"remove those keys for this model", source=context.source, key=CONFIG_KEY)
         return parallelized
 
     return parallelize_with_mmfreeze

@@ -93,6 +93,8 @@ class Installation:
     """Only the framework functions this recipe needs replaced (none for most recipes)."""
     guard: ArmedGuard | None
     """The step-0 guard's torch hooks; ``None`` when the recipe turned it off."""
+    additions: distributed.ParsedAdditions
+    """The `distributed.multimodal` additions of each parse of the distributed section."""
 
     def uninstall(self) -> None:
         """Put every framework function back and disarm the guard."""
@@ -131,10 +133,11 @@ def install(recipe: str | os.PathLike[str] | None = None, *, guard: bool | None 
             key=f"{SETTINGS_KEY}.{GUARD_KEY}")
     if "rates" in context.needs:
         _check_every_optimizer_build_is_hooked()
-    patches = apply_patches(_replacements(context))
+    additions = distributed.ParsedAdditions()
+    patches = apply_patches(_replacements(context, additions))
     armed = arm_step_zero(StepZeroGuard(recipe=context.recipe_file, gradients=context.gradients,
                                         stage=context.pipeline_stages)) if context.guard else None
-    installation = Installation(release=release, context=context, patches=patches, guard=armed)
+    installation = Installation(release=release, context=context, patches=patches, guard=armed, additions=additions)
     _ACTIVE.append(installation)
     return installation
 
@@ -144,15 +147,16 @@ def installed() -> Installation | None:
     return _ACTIVE[0] if _ACTIVE else None
 
 
-def _replacements(context: RunContext) -> list[tuple[HookPoint, Callable[[Any], Any]]]:
-    additions = distributed.Additions()
+def _replacements(
+    context: RunContext, parsed: distributed.ParsedAdditions,
+) -> list[tuple[HookPoint, Callable[[Any], Any]]]:
     makers: dict[HookPoint, Callable[[Any], Any]] = {
         PARSE_AT_RECIPE: lambda original: freeze.parse_hook(original, context),
         PARSE_AT_BUILD: lambda original: freeze.parse_hook(original, context),
         APPLY_IN_POLICY: lambda original: freeze.apply_hook(original, context),
         APPLY_DIRECT: lambda original: freeze.apply_hook(original, context),
-        PARSE_DISTRIBUTED: lambda original: distributed.parse_hook(original, context, additions),
-        PARALLELIZE: lambda original: distributed.parallelize_hook(original, context, additions),
+        PARSE_DISTRIBUTED: lambda original: distributed.parse_hook(original, context, parsed),
+        PARALLELIZE: lambda original: distributed.parallelize_hook(original, context, parsed),
         COERCE_OVERRIDES: lambda original: rates.coerce_hook(original, context),
         **{point: (lambda original: optimizer.build_hook(original, context)) for point in BUILD_OPTIMIZER},
     }

@@ -25,6 +25,7 @@ from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.reachability.recipe import probed_request, recipe_reach
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.frozen_cache import (
@@ -176,7 +177,8 @@ def _computed_or_failed(recipe: Recipe, options: LoadingOptions) -> CachedComput
 
 def _reach(recipe: Recipe, result: FrozenSetResult) -> RecipeReach:
     """What the recipe trains and its loss never reaches, per data mix, labelled by resolved module."""
-    return recipe_reach(recipe.document, result.structure, result.frozen, group_of=grouper(result.structure),
+    return recipe_reach(recipe.document, result.structure, result.frozen,
+                        group_of=grouper(result.structure, override_specs(recipe.module_overrides)),
                         source=recipe.display_path)
 
 

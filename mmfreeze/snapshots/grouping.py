@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.labels import parameter_labeller
+from mmfreeze.resolver.spec import MultimodalModuleSpec
 
 
-def grouper(structure: ModelStructure | None) -> Callable[[str], str]:
+def grouper(structure: ModelStructure | None, overrides: Sequence[MultimodalModuleSpec] = ()) -> Callable[[str], str]:
     """A name -> group label function for ``structure``'s names: resolved module first, prefix for the rest.
+
+    ``overrides``: the recipe's `multimodal.modules` (its own names for its modules), which every
+    report applies, as `explain` and `migrate` do: one module, one name.
 
     When the resolver cannot resolve the model, every name is labelled by its prefix. A guessed
     (heuristic) inventory is still a fine label, so its warning is left to `explain`. The model is
@@ -24,7 +28,8 @@ def grouper(structure: ModelStructure | None) -> Callable[[str], str]:
     @cache
     def labeller() -> Callable[[str], str]:
         try:
-            inventory = resolve_structure(structure, warn_guess=False) if structure is not None else None
+            inventory = (resolve_structure(structure, override_specs=overrides, warn_guess=False)
+                         if structure is not None else None)
         except MmfreezeError:
             inventory = None
         return parameter_labeller(inventory)

@@ -53,6 +53,7 @@ from mmfreeze.snapshots.layout import (
 )
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult
 from mmfreeze.releases import framework_rules
+from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
@@ -378,7 +379,7 @@ class RecipeItem(pytest.Item):
         change = diff_snapshots(
             old, computed.snapshot,
             numel_of={info.name: info.numel for info in structure.parameters},
-            group_of=grouper(structure),
+            group_of=grouper(structure, override_specs(computed.recipe.module_overrides)),
         )
         if status == "changed" and change.version_only:
             status = "version_only"

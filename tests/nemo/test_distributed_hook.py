@@ -5,26 +5,39 @@ mmfreeze parses its additions; a section of framework keys alone is the framewor
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from mmfreeze.exceptions import DistributedConfigError
+from mmfreeze.exceptions import DistributedConfigError, IntegrationError
 from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.framework, requires_framework]
 
 
-@pytest.fixture
-def parse() -> Iterator[object]:
-    from nemo_automodel.recipes import _dist_utils
+WITH_ADDITIONS = "model: {}\ndistributed:\n  multimodal:\n    audio: {frozen_sharding: replicate}\n"
+"""A recipe with an addition: the integration replaces the distributed functions for it alone."""
 
+
+@pytest.fixture
+def installation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     from mmfreeze import nemo
 
-    installation = nemo.install(guard=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as torchrun sets it: a single device is refused (below)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(WITH_ADDITIONS)
+    installed = nemo.install(recipe, guard=False)
     try:
-        yield _dist_utils.parse_distributed_section
+        yield installed
     finally:
-        installation.uninstall()
+        installed.uninstall()
+
+
+@pytest.fixture
+def parse(installation: object) -> object:
+    from nemo_automodel.recipes import _dist_utils
+
+    return _dist_utils.parse_distributed_section
 
 
 def multimodal(parsed: dict) -> object:
@@ -62,3 +75,33 @@ def test_without_install_the_framework_rejects_an_addition() -> None:
 
     with pytest.raises(TypeError, match="unexpected keyword argument 'audio'"):
         _dist_utils.parse_distributed_section({"multimodal": {"audio": {"frozen_sharding": "root"}}})
+
+
+@pytest.mark.parametrize(("section", "why"), [
+    ({"strategy": "ddp"}, "this recipe's strategy is ddp, which does not shard through FSDP2's hook"),
+    ({"strategy": "megatron_fsdp"}, "this recipe's strategy is megatron_fsdp"),
+    ({"strategy": "fsdp2", "moe": {}}, "parallelised by the MoE parallelizer"),
+])
+def test_a_strategy_whose_sharding_never_reaches_the_hook_is_refused_when_the_section_is_parsed(
+    parse, section: dict, why: str,
+) -> None:
+    with pytest.raises(IntegrationError, match=why):
+        parse({**section, "multimodal": {"audio": {"frozen_sharding": "per_layer"}}})
+
+
+def test_a_single_device_run_with_additions_is_refused(parse, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    with pytest.raises(IntegrationError, match="this run has a single device"):
+        parse({"multimodal": {"audio": {"frozen_sharding": "per_layer"}}})
+
+
+def test_each_parse_keeps_its_own_additions_as_distillation_parses_student_teacher_student_teacher(
+    installation, parse,
+) -> None:
+    """kd_utils parses the student's section, then the teacher's, then each again: the additions of
+    the student's parse are found from the student's strategy config, never the teacher's."""
+    student_section = {"multimodal": {"audio": {"frozen_sharding": "per_layer"}}}
+    teacher_section = {"multimodal": {"vision": {"run_dummy_forward": True}}}
+    parses = [parse(section) for section in (student_section, teacher_section, student_section, teacher_section)]
+    assert [installation.additions.find(result["strategy_config"]).keys for result in parses] == [
+        ("distributed.multimodal.audio",), ("distributed.multimodal.vision.run_dummy_forward",)] * 2

@@ -142,7 +142,7 @@ def test_selector_entries_refuse_a_pipeline_stage_and_a_dion_optimizer(tmp_path:
     from nemo_automodel.components.optim.optimizer import MuonConfig, OptimizerFromFactoryConfig
 
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text("model: {}\n")
+    recipe.write_text("model: {}\noptimizer:\n  param_group_overrides:\n    - {role: vision.projector, lr_mult: 10.0}\n")
     entries = [{"role": "vision.projector", "lr_mult": 10.0}]
     with integration(recipe):
         factory = OptimizerFromFactoryConfig(factory=torch.optim.AdamW, kwargs={"param_group_overrides": entries})

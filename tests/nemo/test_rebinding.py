@@ -11,7 +11,9 @@ framework's pipeline splitting leaves a stage (a ``ModuleDict`` keyed by the ori
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,15 +28,21 @@ WRAPPED = "_checkpoint_wrapped_module."
 
 
 @pytest.fixture
-def policy() -> Iterator[object]:
-    """The framework's ``_apply_trainability_policy`` for the recipe's section, after ``install()``."""
+def policy(tmp_path: Path) -> Iterator[object]:
+    """The framework's ``_apply_trainability_policy`` for the recipe's `(modality, role)` source
+    section where 0.7 reads `freeze_config` (what only the integration trains), after ``install()``."""
     from functools import partial
 
     from nemo_automodel._transformers import infrastructure
 
     from mmfreeze import nemo
-    installation = nemo.install(RECIPE, guard=False)
-    section = infrastructure.parse_freeze_config(read_recipe(RECIPE).document["freeze_config"])
+
+    source = dict(read_recipe(RECIPE).document["freeze_config"])
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(json.dumps({"model": {}, "freeze_config": source}))
+    installation = nemo.install(recipe, guard=False)
+    assert installation.context.needs == {"freeze"}
+    section = infrastructure.parse_freeze_config(source)
     try:
         yield partial(infrastructure._apply_trainability_policy, peft_enabled=False, freeze_config=section)
     finally:
