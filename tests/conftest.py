@@ -49,7 +49,7 @@ def recipes_under(folder: Path) -> tuple[Path, ...]:
 
     return RecipeFinder(root=REPO_ROOT).discover([folder]).recipes
 
-MAIN_TRANSFORMERS = "5.24.0"
+MAIN_TRANSFORMERS = "5.25.0"
 """The test environment's transformers (the README's test command pins it): the newest release the
 rest allows. The bundled snapshots name the framework's pin instead (``SNAPSHOT_TRANSFORMERS_VERSION``)."""
 

@@ -13,9 +13,8 @@ classes' under 5.18.0, where the recipes train):
   with ``.venv-framework/bin/mmfreeze``).
 
 Both directions give the same outcomes: the Omni thinker recipes "renamed" with their exact tensor
-counts, four recipes "changed" by a probe alone, where one release's model code raises (the two
-Llama-4 recipes' text and image mixes and the Gemma-4 drafter composite's image mix under 5.24,
-the Kimi-K2.5 LoRA recipe's video mix under 5.18), every other recipe "version only". Marked `framework` so that
+counts, two recipes "probe only", where 5.18's model code raises on a mix the later release probes
+(:data:`PROBE_CHANGES`), every other recipe "version only". Marked `framework` so that
 `.ci/framework_env` runs it under 5.18.0; it needs nemo-automodel only through that environment.
 """
 
@@ -49,25 +48,18 @@ RENAMED = {
     "example_configs/audio_finetune/qwen3_omni_moe/qwen3_omni_30b_a3b_common_voice_ep.yaml":
         {"audio_tower": 525, "language_model": 530, "visual": 351},
 }
-"""Recipe -> tensors renamed per thinker part: the 5.24 names nest under ``thinker.model``."""
-LLAMA4_LOST = {"text": (SHRUNKEN, "not probed"), "text+image": (SHRUNKEN, "not probed")}
+"""Recipe -> tensors renamed per thinker part: from 5.24 on, the names nest under ``thinker.model``."""
 PROBE_CHANGES = {
-    "example_configs/vlm_finetune/llama4/llama4_scout_chartqa_ep.yaml": LLAMA4_LOST,
-    "example_configs/vlm_peft/llama4/llama4_scout_lora_docvqa.yaml": LLAMA4_LOST,
     "example_configs/vlm_peft/kimi_k25/kimi_k25_lora_docvqa.yaml": {"text+video": ("not probed", SHRUNKEN)},
     "example_configs/vlm_finetune/minimax_m3/minimax_m3_vl_medpix_ep32.yaml": {"text+image": ("not probed", SHRUNKEN)},
-    "example_configs/vlm_finetune/gemma4_joint_drafter/gemma4_e2b_joint_drafter_medpix.yaml":
-        {"text+image": (SHRUNKEN, "not probed")},
 }
-"""Recipe -> mix -> (how 5.18.0 probes it, how 5.24.0 does), where one release's model code raises:
-5.24.0's ``Llama4ForConditionalGeneration`` copies ``image_outputs`` from its language model's
-output, which has none, on every forward; 5.24.0's ``Gemma4TextModel`` slices the per-layer inputs
-a drafter does not have (``_maybe_slice_kv_shared_inputs``) on any sequence longer than one token;
-5.18.0's ``Kimi_K25Model`` splits a clip's pooled features by the patch count before the temporal
-pooling, so a clip of more than one frame never matches; 5.18.0's ``MiniMaxM3VLMultiModalProjector``
-takes another patch layout than 5.24.0's, which mmfreeze's MiniMax-M3 image batch follows (a matmul
-shape error there: mmfreeze's batch, not the model, so this is a probe left to the next release)."""
-RENAMES_518_TO_524 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
+"""Recipe -> mix -> (how 5.18.0 probes it, how the test environment's release does), where 5.18.0's
+model code raises: its ``Kimi_K25Model`` splits a clip's pooled features by the patch count before
+the temporal pooling, so a clip of more than one frame never matches; its
+``MiniMaxM3VLMultiModalProjector`` takes another patch layout than the later releases', which
+mmfreeze's MiniMax-M3 image batch follows (a matmul shape error there: mmfreeze's batch, not the
+model). 5.24.0's Llama-4 and Gemma-4 drafter forwards raised; 5.25.0's run, as 5.18.0's do."""
+RENAMES_FROM_518 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audio_tower.*"),
                       "language_model": ("thinker.model.*", "thinker.model.language_model.*"),
                       "visual": ("thinker.visual.*", "thinker.model.visual.*")}
 
@@ -82,7 +74,7 @@ def expected_groups(counts: dict[str, int]) -> list[tuple[str, str, int]]:
     """(stored, current, tensors) per part, in the direction this environment checks."""
     groups = []
     for part, tensors in counts.items():
-        old, new = RENAMES_518_TO_524[part]
+        old, new = RENAMES_FROM_518[part]
         groups.append((old, new, tensors) if INSTALLED == MAIN_TRANSFORMERS else (new, old, tensors))
     return sorted(groups)
 
@@ -214,7 +206,7 @@ def test_update_writes_the_current_releases_names(tmp_path: Path) -> None:
 
 
 QWEN3_VL_MOE = "example_configs/vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_medpix.yaml"
-"""Under 5.24 the framework's own Qwen3-VL-MoE does not import (it needs its pin), so the framework,
+"""Beside a later transformers the framework's own Qwen3-VL-MoE does not import (it needs its pin), so the framework,
 and mmfreeze with it, builds the transformers class there: this test runs in `.ci/framework_env`."""
 GEMMA3 = "example_configs/vlm_finetune/gemma3/gemma3_4b_cord_v2.yaml"
 
