@@ -84,6 +84,23 @@ OTHER_NAMES = {
         modules=(vision_tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder")),
         language_model=STANDARD_LANGUAGE,
     ),
+    # Ovis2.5 (transformers 5.25): inside ``multi_modal_projector``, ``visual_tokenizer`` turns tower
+    # features into probabilities over a visual vocabulary (a projector), and
+    # ``visual_embeddings_table`` is that vocabulary's embedding table (an embedder, as in Ovis2).
+    "Ovis2_5ForConditionalGeneration": ArchitectureEntry(
+        modules=(
+            vision_tower("model.vision_tower"),
+            vision_projector("model.multi_modal_projector.visual_tokenizer"),
+            decl("model.multi_modal_projector.visual_embeddings_table", modality="vision", role="embedder"),
+        ),
+        language_model=STANDARD_LANGUAGE,
+    ),
+    # LLaVA-OneVision-1.5 (transformers 5.25; the framework's own class: table_framework.py): the
+    # merger is a projector inside the tower, as in Qwen-VL.
+    "LlavaOnevision15ForConditionalGeneration": ArchitectureEntry(
+        modules=(vision_tower("model.visual"), vision_projector("model.visual.merger")),
+        language_model=STANDARD_LANGUAGE,
+    ),
     # Two CLIP towers, one per input kind, sharing one projector.
     "VideoLlavaForConditionalGeneration": ArchitectureEntry(
         modules=(

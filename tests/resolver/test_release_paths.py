@@ -3,8 +3,8 @@
 The real paths of each release are recorded below, so a missing or mis-ordered alternative path
 fails in either environment: every recorded tree is resolved with the table's alternatives (pure
 data, whichever release is installed), and the installed release's record is checked against the
-real classes built on the meta device, so the record cannot go stale. The main environment runs
-5.24.0, the framework environment (`.ci/framework_env`) 5.18.0.
+real classes built on the meta device, so the record cannot go stale. The test environment runs
+5.25.0, the framework environment (`.ci/framework_env`) 5.18.0.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def _release(model: str) -> dict[str, tuple[Modules, Language]]:
 
 
 RELEASE_PATHS: Mapping[str, Mapping[str, tuple[Modules, Language]]] = {
-    # 5.24 nests an Omni thinker's towers and text model under ``model``.
-    "5.24.0": _release("model."),
+    # 5.24 and 5.25 nest an Omni thinker's towers and text model under ``model``.
+    "5.25.0": _release("model."),
     # 5.18 (nemo-automodel 0.7.0's pin) holds the towers on the thinker; ``model`` is the text model.
     "5.18.0": _release(""),
 }
