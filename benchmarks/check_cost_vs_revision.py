@@ -2,6 +2,7 @@
 
     python benchmarks/check_cost_vs_revision.py ce5d876               # median of 3 cold and 3 warm runs each
     python benchmarks/check_cost_vs_revision.py ce5d876 --repeats 7   # when 3 runs are too noisy to tell
+    python benchmarks/check_cost_vs_revision.py ce5d876 --same-corpus # both check this checkout's corpus
 
 A change may not make the corpus check more than 10% slower without saying why. Timings on this
 machine move by about 10% from run to run and more from day to day, so both revisions are measured
@@ -36,10 +37,10 @@ def checkout(revision: str, into: Path) -> Path:
     return into
 
 
-def measure(code: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Run]:
+def measure(code: Path, corpus: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Run]:
     work = scratch / f"{label}-{repeat}"
-    shutil.copytree(code / "example_configs", work / "example_configs")
-    shutil.copytree(environment_snapshots(code), work / "snapshots")
+    shutil.copytree(corpus / "example_configs", work / "example_configs")
+    shutil.copytree(environment_snapshots(corpus), work / "snapshots")
     cache = scratch / f"cache-{label}-{repeat}"
     os.environ["PYTHONPATH"] = str(code)
     cold = mmfreeze("snapshot", "--check", "-q", "example_configs", cwd=work, cache=cache)
@@ -52,6 +53,9 @@ def main() -> int:
     parser.add_argument("revision", help="the revision to compare with, e.g. the last landed commit")
     parser.add_argument("--repeats", type=int, default=REPEATS,
                         help=f"interleaved cold+warm runs per revision (default {REPEATS}); more narrows the medians")
+    parser.add_argument("--same-corpus", action="store_true",
+                        help="check this checkout's corpus and snapshots with both revisions' code: the cost of the "
+                             "code alone, where the corpus or its snapshots changed since the revision")
     args = parser.parse_args()
     runs: dict[str, list[tuple[Run, Run]]] = {"this checkout": [], args.revision: []}
     with tempfile.TemporaryDirectory(prefix="mmfreeze-rev-") as scratch_name:
@@ -60,7 +64,8 @@ def main() -> int:
         try:
             for repeat in range(args.repeats):
                 for label, code in (("this checkout", REPO), (args.revision, old)):
-                    runs[label].append(measure(code, scratch, label.replace(" ", "-"), repeat))
+                    corpus = REPO if args.same_corpus else code
+                    runs[label].append(measure(code, corpus, scratch, label.replace(" ", "-"), repeat))
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False)
     for label, pairs in runs.items():

@@ -66,7 +66,10 @@ def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> Frame
         return FrameworkBuild(model=build_meta_model(framework_config, model_class, constructor="framework"))
     except ModelBuildError as error:
         if spec.fallback != "transformers":
-            raise
+            raise ModelBuildError(
+                f"{error.message}; `builder_fallback = \"transformers\"` under [tool.mmfreeze] (or "
+                "--builder-fallback transformers) builds the transformers class instead, and the snapshot says so",
+                source=error.source, key=error.key) from error
         reason = f"{model_class.__name__}: {error.message}"
     from mmfreeze.models.build import build_transformers_config
 

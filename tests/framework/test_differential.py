@@ -23,7 +23,8 @@ import pytest
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.models.build import resolve_model_class
-from mmfreeze.models.loader import build_config, build_model
+from mmfreeze.models.framework import BuildSpec, framework_class_for
+from mmfreeze.models.loader import build_config, build_live
 from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
@@ -48,10 +49,20 @@ def _config(name: str) -> dict[str, Any]:
     return json.loads((REGISTRY / f"{name}.json").read_text())["config"]
 
 
+FRAMEWORK_ONLY_AUTO_CLASS = "AutoModelForImageTextToText"
+"""For a checkpoint only the framework builds (by ``architectures``: LLaVA-OneVision-1.5's hub config
+is custom code for transformers), the Auto class its bundled recipe's target names."""
+
+
 @cache
 def auto_class(name: str) -> str:
     """The first Auto class that maps this config (the one its recipes use)."""
-    config = build_config(_config(name), source=name)
+    try:
+        config = build_config(_config(name), source=name)
+    except MmfreezeError:
+        if framework_class_for(_config(name)) is None:
+            raise
+        return FRAMEWORK_ONLY_AUTO_CLASS
     for candidate in AUTO_CLASSES:
         try:
             resolve_model_class(config, candidate)
@@ -62,7 +73,10 @@ def auto_class(name: str) -> str:
 
 
 def fresh_model(name: str):
-    return build_model(_config(name), auto_class(name), source=name)
+    """The model a recipe of this checkpoint on a `NeMoAutoModel*` target trains, built on meta: the
+    transformers class, or the framework's own where transformers has none."""
+    spec = BuildSpec(kind="transformers", stand_in="0.7.0")
+    return build_live(_config(name), auto_class(name), source=name, build=spec).model
 
 
 def registry_models() -> list[Any]:

@@ -220,6 +220,9 @@ DIVERGENT: dict[str, str] = {
     # muse_glimmer class, so a real run builds the framework's (tests/cli/test_model_shapes.py).
     "vlm_finetune/muse_glimmer/muse_glimmer_30b_medpix.yaml":
         "MuseGlimmerForConditionalGeneration (nemo_automodel.components.models.muse_glimmer.model)",
+    # The same: the hub's LLaVA-OneVision-1.5 config is custom code for transformers.
+    "vlm_finetune/llava_onevision1_5/llava_onevision1_5_8b_cord_v2.yaml":
+        "LLaVAOneVision1_5_ForConditionalGeneration (nemo_automodel.components.models.llava_onevision.model)",
 }
 """Not listed, though its architecture is the framework's: qwen2_5_omni_7b_av_mix.yaml, whose
 model says ``force_hf: true`` (the framework then builds transformers' own class)."""
@@ -298,6 +301,8 @@ def test_a_framework_class_that_cannot_be_built_on_meta_is_an_error_unless_fallb
     with pytest.raises(ModelBuildError, match="could not build NeedsKernels on the meta device") as raised:
         build_structure(config, "AutoModelForImageTextToText", source="r.yaml", build=strict)
     assert (raised.value.source, raised.value.key) == ("r.yaml", "model")
+    assert ('`builder_fallback = "transformers"` under [tool.mmfreeze] (or --builder-fallback transformers) builds '
+            "the transformers class instead") in raised.value.message, "the setting that fixes it is named"
     lenient = BuildSpec(kind="framework", framework_version="0.7.0", fallback="transformers")
     structure = build_structure(config, "AutoModelForImageTextToText", source="r.yaml", build=lenient)
     assert structure.class_name == "Qwen2VLForConditionalGeneration"

@@ -38,7 +38,7 @@ from tests.conftest import EXAMPLE_CONFIGS
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 RECIPE = EXAMPLE_CONFIGS / "vlm_finetune/gemma4_joint_drafter/gemma4_e2b_joint_drafter_medpix.yaml"
-JOINT_FORWARD_RUNS = {"5.18.0": True, "5.24.0": False}
+JOINT_FORWARD_RUNS = {"5.18.0": True, "5.24.0": False, "5.25.0": True}
 """Supported transformers release -> whether its Gemma-4 drafter runs a training batch."""
 DRAFTER_RAISES = ("TypeError: 'NoneType' object is not subscriptable (in Gemma4TextModel._maybe_slice_kv_shared_inputs, "
                   "transformers/models/gemma4/modeling_gemma4.py)")

@@ -15,10 +15,11 @@ from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT
 
 NO_BATCH_YET = {"Qwen2_5OmniThinkerForConditionalGeneration": {"text+audio"},
                 "Qwen3OmniMoeThinkerForConditionalGeneration": {"text+audio"},
-                "KimiK25VLForConditionalGeneration": {"text+image"}}
+                "KimiK25VLForConditionalGeneration": {"text+image"},
+                "LLaVAOneVision1_5_ForConditionalGeneration": {"text+image"}}
 """Architecture -> the mixes of its bundled recipes that have no synthetic batch yet: the framework's
-own thinker-only Omni classes and Kimi-K2.5 take other inputs than the transformers classes the
-batches were written for."""
+own thinker-only Omni classes, Kimi-K2.5 and LLaVA-OneVision-1.5 (its RICE tower) take other inputs
+than the transformers classes the batches were written for."""
 META_RAISES = {"KimiK25VLForConditionalGeneration": {"text"}}
 """The framework's Kimi-K2.5 calls ``torch.nonzero`` in its forward, which has no meta kernel."""
 SHRUNKEN_RAISES = {"MiniMaxM3SparseForConditionalGeneration": {"text+image"},
