@@ -33,9 +33,11 @@ RECIPE_SUFFIXES = (".yaml", ".yml")
 REMOTE_LAUNCHERS = ("skypilot", "nemo_run")
 """Recipe sections that make the framework's command line launch elsewhere, without this environment."""
 UNGUARDED_RECIPES = {
-    "diffusion": "the diffusion recipe never reads freeze_config, so its snapshot describes nothing it trains",
+    "TrainDiffusionRecipe": "the diffusion recipe never reads freeze_config, so its snapshot describes nothing it trains",
 }
-"""A word of a ``recipe:`` class path -> why a run of it cannot be guarded (refused at launch)."""
+"""A recipe class (``recipe:``, short or dotted) -> why a run of it cannot be guarded (refused at launch).
+The diffusion-LLM recipes (``recipes/dllm``) read freeze_config and build their optimizer as LLM
+fine-tuning does: they are guarded."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -98,12 +100,17 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
                     "so they would train unguarded: launch there with the job's own command and the line "
                     f"`mmfreeze train --env {recipe}` prints, or turn the guard off (`--no-guard`)",
                     source=context.source, key=section)
+        if document.get("separate_meshes") is True:
+            raise IntegrationError(
+                "knowledge distillation with separate meshes: the teacher's ranks never step an optimizer, and the "
+                "guard shares every rank's verdict before the first step, so the student's ranks would wait for "
+                "them until peer_timeout; train it with `--no-guard` (or `separate_meshes: false`, which the guard "
+                "covers)", source=context.source, key="separate_meshes")
         recipe_class = str(document.get("recipe", "")) if not isinstance(document.get("recipe"), Mapping) \
             else str(document["recipe"].get("_target_", ""))
-        for word, why in UNGUARDED_RECIPES.items():
-            if word in recipe_class.lower():
-                raise IntegrationError(f"{recipe_class}: {why}; train it with `--no-guard`",
-                                       source=context.source, key="recipe")
+        if (why := UNGUARDED_RECIPES.get(recipe_class.rpartition(".")[2])) is not None:
+            raise IntegrationError(f"{recipe_class}: {why}; train it with `--no-guard`", source=context.source,
+                                   key="recipe")
     if context.needs:
         install(recipe, guard=False).uninstall()  # every hook point it needs resolves, or nothing runs
 

@@ -219,17 +219,20 @@ def test_the_frameworks_own_classes_read_a_transformers_snapshot_through_their_s
     experts ``down_projs`` / ``gate_and_up_projs``; its state-dict adapter writes them as the
     checkpoint's ``down_proj`` / ``gate_up_proj``, so the builder switch reads them as renames. Its
     image mix cannot be probed without weights (the framework's class reaches for CUDA when it is
-    built again, small or fake), where the transformers class's was: the recipe is "changed" by
-    that probe alone, and says why. Gemma 3, built by the framework as transformers' class,
-    differs in the header's builder alone."""
+    built again, small or fake), where the transformers class's was: the recipe differs by that
+    probe alone ("probe only"), and says why. Gemma 3, built by the framework as transformers'
+    class, differs in the header's builder alone."""
     status, report = check(REPO_ROOT, FIXTURE_MAIN, [QWEN3_VL_MOE, GEMMA3], tmp_path / "report.json",
                            builder="framework")
     outcomes = {outcome["recipe"]: outcome for outcome in report["recipes"]}
-    assert status == ExitCode.CHANGED, report["summary"]
+    assert status == ExitCode.PROBE_ONLY, report["summary"]
     moe = outcomes[QWEN3_VL_MOE]["change"]
-    assert outcomes[QWEN3_VL_MOE]["status"] == "changed"
-    assert moe["reach_changes"] == [{"mix": "text+image", "probe": "forward of a shrunken config (every depth kept) on the CPU -> not probed",
-                                     "newly_reached": [], "newly_unreachable": []}]
+    assert outcomes[QWEN3_VL_MOE]["status"] == "probe_only"
+    [reach] = moe["reach_changes"]
+    assert {key: value for key, value in reach.items() if key != "why"} == {
+        "mix": "text+image", "probe": "forward of a shrunken config (every depth kept) on the CPU -> not probed",
+        "newly_reached": [], "newly_unreachable": []}
+    assert reach["why"], "the report says why the mix is not probed now"
     assert all(moe[field] == [] for field in ("newly_frozen", "newly_trainable", "unmapped"))
     assert [(g["stored"], g["current"], g["tensors"], g["mapping"]) for g in moe["renamed"]] == [
         ("model.language_model.layers.#.mlp.experts.down_proj", "model.language_model.layers.#.mlp.experts.down_projs",

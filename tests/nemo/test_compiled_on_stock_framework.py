@@ -7,10 +7,10 @@ framework's LoRA injection, ``parse_freeze_config`` and ``_apply_trainability_po
 included) on the framework-built meta model leave trainable exactly the set mmfreeze computes from
 the source; and the framework's typed optimizer config groups the compiled rates as the source's.
 
-The trainable sets come from a process that never imports mmfreeze (``stock_worker.py``): the
-models mmfreeze built on meta are handed to it with ``torch.save`` (``dill``: the framework's
-classes hold closures). The rates run beside mmfreeze, with nothing of it installed into the
-framework (:func:`assert_stock_framework`).
+The trainable sets and the rates come from a process that never imports mmfreeze
+(``stock_worker.py``): the models mmfreeze built on meta are handed to it with ``torch.save``
+(``dill``: the framework's classes hold closures), and its groups are compared with the committed
+snapshots' rate sections, name by name.
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ from mmfreeze.distributed.native import native_support
 from mmfreeze.freeze.keys import detect_vocabulary
 from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT, recipes_under
 from tests.nemo.framework_env import requires_framework
-from tests.nemo.framework_pipeline import (
-    built_model, framework_trained, mmfreeze_outcome, read_recipe,
-)
-from tests.nemo.test_rates_through_framework import build_optimizer
+from tests.nemo.framework_pipeline import built_model, mmfreeze_outcome, read_recipe
 
 pytestmark = [pytest.mark.framework, requires_framework]
 
@@ -42,19 +39,12 @@ def label(path: Path) -> str:
     return path.relative_to(REPO_ROOT).as_posix()
 
 
-def assert_stock_framework() -> None:
-    """Nothing of mmfreeze replaces the framework's functions in this process."""
-    from nemo_automodel._transformers import infrastructure
-    from nemo_automodel.components.optim import optimizer
-    from nemo_automodel.components.utils import model_utils
+def committed_snapshot(recipe: Path):
+    from mmfreeze.snapshots.format import parse_snapshot
+    from mmfreeze.snapshots.layout import snapshot_path
 
-    from mmfreeze import nemo
-
-    assert not nemo.installed()
-    for function in (infrastructure._apply_trainability_policy, infrastructure.parse_freeze_config,
-                     infrastructure.apply_parameter_freezing, model_utils.parse_freeze_config,
-                     optimizer._coerce_param_group_overrides, optimizer.OptimizerConfig.build):
-        assert function.__module__.startswith("nemo_automodel."), function
+    path = snapshot_path(recipe, REPO_ROOT, REPO_ROOT / "snapshots")
+    return parse_snapshot(path.read_text(), source=str(path))
 
 
 def test_no_bundled_recipe_needs_the_integration_for_what_it_trains() -> None:
@@ -71,28 +61,8 @@ def test_no_bundled_recipe_needs_the_integration_for_what_it_trains() -> None:
           f"{len(needs)} need the integration: {needs}")
 
 
-@pytest.mark.parametrize("recipe", RATED, ids=label)
-def test_the_stock_framework_groups_the_compiled_rates_as_the_source(recipe: Path, tmp_path: Path) -> None:
-    assert_stock_framework()
-    model = framework_trained(recipe, "framework")
-    optimizer = build_optimizer(recipe, model, tmp_path)
-    name_of = {id(parameter): name for name, parameter in model.named_parameters()}
-    groups = {}
-    for group in optimizer.param_groups:
-        rate = (float(group.get("lr_mult", 1.0)), float(group.get("wd_mult", 1.0)))
-        if rate != (1.0, 1.0):
-            groups.setdefault(rate, set()).update(name_of[id(p)] for p in group["params"])
-    from mmfreeze.freeze.recipe_model import recipe_frozen_set
-    from mmfreeze.models.structure import structure_of
-    from tests.nemo.framework_pipeline import built_model
-
-    source = recipe_frozen_set(read_recipe(recipe), structure_of(built_model(recipe, "framework")))
-    assert groups == {rate: set(names) for rate, names in source.rates.items()}
-    assert groups, "the recipe's rates group no tensor"
-
-
 @pytest.mark.slow
-def test_a_process_without_mmfreeze_trains_what_the_source_says(tmp_path: Path) -> None:
+def test_a_process_without_mmfreeze_trains_the_snapshots_set_at_the_snapshots_rates(tmp_path: Path) -> None:
     saved: dict[int, Path] = {}
     jobs = []
     import dill
@@ -121,3 +91,7 @@ def test_a_process_without_mmfreeze_trains_what_the_source_says(tmp_path: Path) 
                                      "newly frozen": sorted(expected - stock)[:3]}
     assert differ == {}
     assert len(result["trainable"]) == len(COMPILED)
+    assert sorted(result["rates"]) == sorted(str(recipe) for recipe in RATED) and RATED
+    for recipe in RATED:
+        stored = committed_snapshot(recipe)
+        assert result["rates"][str(recipe)] == {name: list(rate) for name, rate in stored.rate_of.items()}, label(recipe)

@@ -52,18 +52,18 @@ def test_an_interpreter_of_another_environment_is_left_alone(recipe: Path, tmp_p
 def test_a_multiprocessing_worker_is_not_armed(recipe: Path, tmp_path: Path) -> None:
     """A DataLoader worker started with `spawn` (and the resource tracker) imports nothing of mmfreeze."""
     script = tmp_path / "spawn.py"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(textwrap.dedent("""\
         import multiprocessing, sys
 
         def report(queue):
-            queue.put(sorted({{m.split('.')[0] for m in sys.modules}} & {{'mmfreeze'}}))
+            queue.put(sorted({m.split('.')[0] for m in sys.modules} & {'mmfreeze'}))
 
         if __name__ == "__main__":
             context = multiprocessing.get_context("spawn")
             queue = context.Queue()
             worker = context.Process(target=report, args=(queue,))
             worker.start()
-            print("parent", sorted({{m.split('.')[0] for m in sys.modules}} & {{'mmfreeze'}}), "worker", queue.get())
+            print("parent", sorted({m.split('.')[0] for m in sys.modules} & {'mmfreeze'}), "worker", queue.get())
             worker.join()
         """))
     said = run([sys.executable, str(script), str(recipe)], activation_environment(recipe, guard=None))

@@ -25,7 +25,7 @@ from tests.nemo.framework_env import requires_framework
 pytestmark = [pytest.mark.framework, requires_framework]
 
 BUILDS = {
-    "OptimizerConfig.build": ".build(", "instantiate(params=...)": "instantiate(params", 
+    "OptimizerConfig.build": ".build(", "instantiate(params=...)": "instantiate(params",
     "build_from_param_groups": "build_from_param_groups", "torch.optim directly": "torch.optim.",
 }
 """How a recipe module makes its optimizer -> the text that shows it in the module's source."""
@@ -69,6 +69,8 @@ def test_every_recipe_class_of_0_7_0_is_guarded_or_refused_with_the_reason(tmp_p
     assert table["TrainDiffusionRecipe"][0] == "refused at launch"
     assert "never reads freeze_config" in table["TrainDiffusionRecipe"][1]
     assert table["FinetuneRecipeForVLM"][0] == "guarded at step 0"
+    assert table["DiffusionLMSFTRecipe"][0] == "guarded at step 0", "the diffusion-LLM recipes read freeze_config"
+    assert [name for name, (outcome, _) in table.items() if outcome == "refused at launch"] == ["TrainDiffusionRecipe"]
     assert {outcome for outcome, _ in table.values()} <= {"guarded at step 0", "refused at launch", "nothing to guard"}
     lines = ["recipe classes of nemo-automodel 0.7.0 under `mmfreeze train`:"]
     lines += [f"  {name}: {outcome}: {why}" for name, (outcome, why) in table.items()]
