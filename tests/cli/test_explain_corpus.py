@@ -42,7 +42,9 @@ def reference_model(model_id: str, auto_class: str) -> torch.nn.Module:
     model_type = config_dict["model_type"]
     with torch.device("meta"):
         if model_type in getattr(transformers, auto_class)._model_mapping._model_mapping:
-            config = CONFIG_MAPPING[model_type].from_dict(config_dict)
+            # transformers' own class: importing nemo-automodel registers its config classes over some
+            # of transformers' (minimax_m3_vl), which a transformers model of another release rejects
+            config = getattr(transformers, CONFIG_MAPPING._mapping[model_type]).from_dict(config_dict)
             return getattr(transformers, auto_class).from_config(config)
         from nemo_automodel._transformers.model_init import _resolve_custom_model_cls_for_config
         from nemo_automodel._transformers.registry import resolve_custom_config_cls

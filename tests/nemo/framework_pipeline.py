@@ -121,3 +121,18 @@ def mmfreeze_outcome(path: Path, builder: str) -> Outcome:
     return Outcome(trainable=frozenset(
         name for info in result.structure.parameters if info.name not in result.frozen for name in info.names))
 
+
+
+def assert_stock_framework() -> None:
+    """Nothing of mmfreeze replaces the framework's functions in this process."""
+    from nemo_automodel._transformers import infrastructure
+    from nemo_automodel.components.optim import optimizer
+    from nemo_automodel.components.utils import model_utils
+
+    from mmfreeze import nemo
+
+    assert not nemo.installed()
+    for function in (infrastructure._apply_trainability_policy, infrastructure.parse_freeze_config,
+                     infrastructure.apply_parameter_freezing, model_utils.parse_freeze_config,
+                     optimizer._coerce_param_group_overrides, optimizer.OptimizerConfig.build):
+        assert function.__module__.startswith("nemo_automodel."), function

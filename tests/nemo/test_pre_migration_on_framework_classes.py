@@ -51,8 +51,7 @@ from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from tests.conftest import LEGACY_CORPUS, REPO_ROOT, legacy_rules
 from tests.nemo.framework_env import requires_framework
-from tests.nemo.framework_pipeline import Outcome, built_model, framework_outcome
-from tests.nemo.test_compiled_on_stock_framework import assert_stock_framework
+from tests.nemo.framework_pipeline import Outcome, assert_stock_framework, built_model, framework_outcome
 
 pytestmark = [
     pytest.mark.framework,
