@@ -115,6 +115,12 @@ class SnapshotRun:
     def is_recipe(self, path: Path) -> bool:
         return any(path.is_relative_to(r) for r in self.recipe_roots) and self.finder.is_recipe(path)
 
+    def on_the_way(self, folder: Path) -> bool:
+        """Whether ``folder`` holds, or lies inside, a folder this run collects from (the recipes'
+        and, for orphans, their snapshot mirrors)."""
+        return any(folder.is_relative_to(path) or path.is_relative_to(folder)
+                   for path in (*self.recipe_roots, *self.orphan_scopes()))
+
     def tracks(self, path: Path) -> bool:
         """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
         return path.is_file() and self.finder.is_recipe(path)
@@ -255,6 +261,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.is_dir():
         if collection_path.name in SKIPPED_DIRS and run.recipe_roots:
             return True
+        if run.only_recipes and not run.on_the_way(Path(os.path.abspath(collection_path))):
+            return True  # pytest walks from above the root (the repository's siblings too): a warm check's time
         # `mmfreeze snapshot` walks the folders discovery walks: pytest's own norecursedirs (`.*`,
         # `*.egg`, `CVS`, ...) would skip recipes the command found, and they would go unchecked.
         return (collection_path / "pyvenv.cfg").exists() if run.only_recipes else None
