@@ -82,6 +82,7 @@ class SnapshotRun:
     """Write the snapshots whose only difference is the release (:data:`RELEASE_STATUSES`), and
     nothing else: a real change still fails (`snapshot --accept-release`)."""
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
+    _collected_from: tuple[str, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(
@@ -117,9 +118,13 @@ class SnapshotRun:
 
     def on_the_way(self, folder: Path) -> bool:
         """Whether ``folder`` holds, or lies inside, a folder this run collects from (the recipes'
-        and, for orphans, their snapshot mirrors)."""
-        return any(folder.is_relative_to(path) or path.is_relative_to(folder)
-                   for path in (*self.recipe_roots, *self.orphan_scopes()))
+        and, for orphans, their snapshot mirrors). pytest asks for every entry of every folder it
+        walks, thousands in a temporary folder's parents: the folders are worked out once."""
+        if self._collected_from is None:
+            self._collected_from = tuple(str(path) for path in (*self.recipe_roots, *self.orphan_scopes()))
+        text = str(folder)
+        return any(text == path or text.startswith(path + os.sep) or path.startswith(text.rstrip(os.sep) + os.sep)
+                   for path in self._collected_from)
 
     def tracks(self, path: Path) -> bool:
         """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
