@@ -26,7 +26,7 @@ from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.models.batch import BuildTick, start_workers
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
-from mmfreeze.snapshots.render import RENDERERS, render_markdown
+from mmfreeze.snapshots.render import RENDERERS, acceptance_advice, render_markdown
 from mmfreeze.snapshots.results import SnapshotRunResult, unchecked_outcome
 from mmfreeze.snapshots.plugin import SnapshotRun, report_key
 from mmfreeze.snapshots.run import Mode, run_snapshots
@@ -238,20 +238,5 @@ def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
     deleted = len(result.orphans) - orphaned
     counts += [f"{orphaned} orphaned", f"{deleted} deleted"]
     err.print(f"[bold]snapshots[/] ({escape(mode)}): " + ", ".join(c for c in counts if not c.startswith("0 ")))
-    if advice := acceptance_advice(result, orphaned=orphaned):
+    if advice := acceptance_advice(result.outcomes, result.orphans):
         err.print(advice, markup=False)
-
-
-def acceptance_advice(result: SnapshotRunResult, *, orphaned: int) -> str | None:
-    """How to accept what the run found, never more than that: release differences alone can be
-    accepted on their own, and a real change is named as needing review."""
-    release = len(result.with_status("probe_only", "renamed", "version_only"))
-    real = len(result.with_status("changed", "missing")) + orphaned
-    if release and real:
-        return (f"{release} differ in the release alone: accept only those with `mmfreeze snapshot --accept-release "
-                f"PATHS`; review the {real} other{'s' if real > 1 else ''} first, then `mmfreeze snapshot --update PATHS`")
-    if release:
-        return "these differ in the release alone: accept them with `mmfreeze snapshot --accept-release PATHS`"
-    if real:
-        return "review the report, then accept with `mmfreeze snapshot --update PATHS`"
-    return None

@@ -280,7 +280,7 @@ def render_markdown(
                          f"{RELEASE_ONLY_MEANS[status]}.\n")
     lines.append(f"{len(outcomes) - len(ordered)} other recipes unchanged.\n")
     lines += native
-    if advice := _md_advice(ordered, orphans):
+    if advice := acceptance_advice(ordered, orphans):
         lines.append(advice + "\n")
     details = ["\n".join(_md_details(outcome)) for outcome in rows if outcome.change is not None or outcome.message]
     details += [_md_release_details(status, [o for o in ordered if o.status == status]) for status in RELEASE_ONLY
@@ -290,16 +290,18 @@ def render_markdown(
     return fit_comment("\n".join(lines), details, limit=limit)
 
 
-def _md_advice(shown: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
-    release = sum(outcome.status in RELEASE_ONLY for outcome in shown)
-    real = sum(outcome.status in ("changed", "missing") for outcome in shown) + sum(not o.deleted for o in orphans)
+def acceptance_advice(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:
+    """How to accept what a run found, never more than that: release differences alone can be
+    accepted on their own, and a real change is named as needing review (``""``: nothing to accept)."""
+    release = sum(outcome.status in RELEASE_ONLY for outcome in outcomes)
+    real = sum(outcome.status in ("changed", "missing") for outcome in outcomes) + sum(not o.deleted for o in orphans)
     if release and real:
-        return (f"Accept the {release} release differences alone with `mmfreeze snapshot --accept-release PATHS`; "
-                f"review the {real} other{'s' * (real > 1)} before `mmfreeze snapshot --update PATHS`.")
+        return (f"{release} differ in the release alone: accept only those with `mmfreeze snapshot --accept-release "
+                f"PATHS`; review the {real} other{'s' * (real > 1)} first, then `mmfreeze snapshot --update PATHS`")
     if release:
-        return "Accept these release differences with `mmfreeze snapshot --accept-release PATHS`."
+        return "these differ in the release alone: accept them with `mmfreeze snapshot --accept-release PATHS`"
     if real:
-        return "Review the changes, then accept them with `mmfreeze snapshot --update PATHS`."
+        return "review the report, then accept with `mmfreeze snapshot --update PATHS`"
     return ""
 
 
