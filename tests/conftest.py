@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 from collections import Counter
 from pathlib import Path
@@ -48,6 +49,9 @@ def recipes_under(folder: Path) -> tuple[Path, ...]:
     from mmfreeze.recipes.discovery import RecipeFinder
 
     return RecipeFinder(root=REPO_ROOT).discover([folder]).recipes
+
+MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
+"""The command line in a fresh process (each test's own pytest session, build workers, signals)."""
 
 MAIN_TRANSFORMERS = "5.25.0"
 """The test environment's transformers (the README's test command pins it): the newest release the

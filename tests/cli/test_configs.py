@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,10 +13,10 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.models.hub import HUB_ANSWER_SECONDS
+from tests.conftest import MMFREEZE
 from tests.cli.test_explain import TINY_LLAVA
 from tests.models.local_hub import LocalHub
 
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 RECIPE = """\
 model:
   _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
-from tests.conftest import EXAMPLE_CONFIGS, top_level_environment
+from tests.conftest import EXAMPLE_CONFIGS, MMFREEZE, top_level_environment
 
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 TINY_QWEN2_VL = {
     "model_type": "qwen2_vl", "architectures": ["Qwen2VLForConditionalGeneration"], "tie_word_embeddings": True,
     "image_token_id": 120, "video_token_id": 121, "vision_start_token_id": 122,

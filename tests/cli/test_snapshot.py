@@ -18,9 +18,8 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from tests.cli.test_explain import TINY_LLAVA
-from tests.conftest import REPO_ROOT, top_level_environment
+from tests.conftest import MMFREEZE, top_level_environment
 
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 RECIPE = """\
 model:
   _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained

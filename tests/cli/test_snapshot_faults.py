@@ -22,11 +22,10 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
-from tests.conftest import EXAMPLE_CONFIGS, top_level_environment
+from tests.conftest import EXAMPLE_CONFIGS, MMFREEZE, top_level_environment
 
 pytestmark = pytest.mark.slow  # each case runs the real command in a subprocess under a real fault
 
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 BUNDLED = EXAMPLE_CONFIGS / "vlm_finetune" / "qwen2_vl" / "qwen2_vl_2b_cord_v2.yaml"
 SETTINGS = '[project]\nname = "team-recipes"\n\n[tool.mmfreeze]\n'
 FREEZE_TOWER = "freeze_config:\n  freeze_vision_tower: true\n"

@@ -99,27 +99,36 @@ def check_each(repo: Path, cache: Path, keys: list[str]) -> dict[str, dict[str, 
     return by_recipe
 
 
+def check_variants(warm: Path, variants: list[tuple[str, bytes]]) -> dict[str, dict[str, Any]]:
+    """One real check of a copy of the warm repository whose recipes are ``variants`` instead of its
+    own, each a recipe's text and its stored snapshot, named ``recipes/r00.yaml``, ..."""
+    with tempfile.TemporaryDirectory() as place:
+        repo = Path(shutil.copytree(warm / "repo", Path(place) / "repo"))
+        (repo / "recipes" / "base.yaml").unlink()
+        (repo / SNAPSHOT.format("base")).unlink()
+        keys = []
+        for index, (text, stored) in enumerate(variants):
+            name = f"r{index:02d}"
+            (repo / "recipes" / f"{name}.yaml").write_text(text)
+            (repo / SNAPSHOT.format(name)).write_bytes(stored)
+            keys.append(f"recipes/{name}.yaml")
+        return check_each(repo, Path(shutil.copytree(warm / "cache", Path(place) / "cache")), keys)
+
+
+def accepted(warm: Path) -> bytes:
+    return (warm / "repo" / SNAPSHOT.format("base")).read_bytes()
+
+
 @EXAMPLES
 @given(st.lists(st.lists(_line_edits(), min_size=1, max_size=3), min_size=RECIPES, max_size=RECIPES))
 def test_a_malformed_snapshot_is_matched_changed_or_an_input_error_naming_it(warm: Path, edits: list[list]) -> None:
-    with tempfile.TemporaryDirectory() as place:
-        repo = Path(shutil.copytree(warm / "repo", Path(place) / "repo"))
-        accepted = (repo / SNAPSHOT.format("base")).read_bytes()
-        keys = []
-        for index, recipe_edits in enumerate(edits):
-            name = f"r{index:02d}"
-            shutil.copy(repo / "recipes" / "base.yaml", repo / "recipes" / f"{name}.yaml")
-            (repo / SNAPSHOT.format(name)).write_bytes(damaged(accepted, recipe_edits))
-            keys.append(f"recipes/{name}.yaml")
-        (repo / "recipes" / "base.yaml").unlink()
-        (repo / SNAPSHOT.format("base")).unlink()
-        outcomes = check_each(repo, Path(shutil.copytree(warm / "cache", Path(place) / "cache")), keys)
+    base, stored = (warm / "repo" / "recipes" / "base.yaml").read_text(), accepted(warm)
+    outcomes = check_variants(warm, [(base, damaged(stored, recipe_edits)) for recipe_edits in edits])
     for key, entry in outcomes.items():
-        stored = SNAPSHOT.format(Path(key).stem)
         if entry["status"] == "input_error":
-            assert stored in entry["message"], entry
+            assert SNAPSHOT.format(Path(key).stem) in entry["message"], entry
         if entry["status"] == "passed":
-            assert damaged(accepted, edits[int(Path(key).stem[1:])]).rstrip() == accepted.rstrip(), entry
+            assert damaged(stored, edits[int(Path(key).stem[1:])]).rstrip() == stored.rstrip(), entry
 
 
 KEYS = ["vision", "audio", "language", "tower", "projector", "encoder", "modules", "layers", "lr_mult", "role",
@@ -147,18 +156,7 @@ def recipe_with(section: Any) -> str:
 def test_a_malformed_freeze_config_is_matched_changed_or_an_input_error_naming_the_recipe(
     warm: Path, sections: list[Any],
 ) -> None:
-    with tempfile.TemporaryDirectory() as place:
-        repo = Path(shutil.copytree(warm / "repo", Path(place) / "repo"))
-        accepted = (repo / SNAPSHOT.format("base")).read_bytes()
-        keys = []
-        for index, section in enumerate(sections):
-            name = f"r{index:02d}"
-            (repo / "recipes" / f"{name}.yaml").write_text(recipe_with(section))
-            (repo / SNAPSHOT.format(name)).write_bytes(accepted)
-            keys.append(f"recipes/{name}.yaml")
-        (repo / "recipes" / "base.yaml").unlink()
-        (repo / SNAPSHOT.format("base")).unlink()
-        outcomes = check_each(repo, Path(shutil.copytree(warm / "cache", Path(place) / "cache")), keys)
+    outcomes = check_variants(warm, [(recipe_with(section), accepted(warm)) for section in sections])
     for key, entry in outcomes.items():
         if entry["status"] == "input_error":
             assert key in entry["message"], entry

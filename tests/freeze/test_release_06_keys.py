@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,9 @@ from mmfreeze.freeze.keys import RELEASE_06_KEYS, release_06_problems
 from mmfreeze.recipes.recipe import read_yaml
 from mmfreeze.releases import FrameworkRules
 from tests.cli.test_explain import TINY_LLAVA
-from tests.conftest import LEGACY_CORPUS
+from tests.conftest import LEGACY_CORPUS, MMFREEZE
 
 DECLARED_06 = FrameworkRules(release="0.6", reason="[tool.mmfreeze] framework")
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 RECIPE = """\
 model:
   _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+from typing import Self
 
 _RESOLVE = re.compile(r"^/(?P<repo>[^/]+(?:/[^/]+)?)/resolve/(?P<revision>[^/]+)/(?P<filename>[^?]+)")
 
@@ -38,7 +39,33 @@ def git_blob_id(content: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
 
-class LocalHub:
+class LoopbackServer:
+    """A real HTTP server on 127.0.0.1, in a thread, for a ``with`` block; ``_handler`` answers."""
+
+    def _serve(self) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+class LocalHub(LoopbackServer):
     def __init__(self, repos: Mapping[str, Mapping[str, bytes]]) -> None:
         self.repos = {
             repo_id.lower(): HubRepo(repo_id, hashlib.sha1(repo_id.encode()).hexdigest(), files)
@@ -46,13 +73,7 @@ class LocalHub:
         }
         self.requests: list[tuple[str, str]] = []
         """(method, path) of every request, in order."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        self._serve()
 
     def commit_of(self, repo_id: str) -> str:
         return self.repos[repo_id.lower()].commit
@@ -63,15 +84,6 @@ class LocalHub:
 
     def downloads(self) -> list[str]:
         return [path for method, path in self.file_requests() if method == "GET"]
-
-    def __enter__(self) -> LocalHub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         hub = self

@@ -14,14 +14,11 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 
 import pytest
 
@@ -29,14 +26,14 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.exceptions import ConfigSourceError
 from mmfreeze.models.hub import MAX_CONFIG_BYTES
 from mmfreeze.models.pull import pull_config
+from tests.conftest import MMFREEZE
 from tests.cli.test_explain import TINY_LLAVA
-from tests.models.local_hub import git_blob_id
+from tests.models.local_hub import LoopbackServer, git_blob_id
 
 MODEL_ID = "tiny-org/Tiny-Llava"
 CONFIG = json.dumps(TINY_LLAVA, indent=2).encode()
 COMMIT = hashlib.sha1(MODEL_ID.encode()).hexdigest()
 SECRET = b'{"aws_access_key_id": "AKIA-not-a-config", "token": "hunter2"}'
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 
 
 @dataclass
@@ -58,31 +55,15 @@ class Answer:
 
 
 @dataclass
-class HostileHub:
+class HostileHub(LoopbackServer):
     answer: Answer
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        self._serve()
 
     def gets(self) -> list[str]:
         return [path for method, path in self.requests if method == "GET"]
-
-    def __enter__(self) -> HostileHub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         hub = self

@@ -17,9 +17,9 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.nemo.launch import activation_environment
+from tests.conftest import MMFREEZE
 
 NATIVE = "model: {}\nfreeze_config:\n  freeze_modules: [{path: model.visual}]\n"
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 REPORT_MODULES = "import sys; print(sorted({m.split('.')[0] for m in sys.modules} & {'mmfreeze', 'torch', 'ruamel', 'nemo_automodel'}))"
 
 

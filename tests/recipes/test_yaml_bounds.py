@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,8 @@ from mmfreeze.recipes.recipe import (
     read_yaml,
     text_depth_bound,
 )
-from tests.conftest import REPO_ROOT
+from tests.conftest import MMFREEZE, REPO_ROOT
 
-MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 MODEL = ("model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"
          "  pretrained_model_name_or_path: llava-hf/llava-1.5-7b-hf\n")
 CORPUS = sorted([*(REPO_ROOT / "example_configs").rglob("*.yaml"), *(REPO_ROOT / "tests" / "migrate" / "fixtures").rglob("*.yaml")])
