@@ -42,9 +42,10 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if name not in self.callbacks:
             return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec = next((found for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
+                     if (found := finder.find_spec(name, path, target)) is not None), None)
         if spec is None or spec.loader is None:
-            return spec
+            return spec  # the other finders' answer (an editable install's own finder included)
         loader, callback = spec.loader, self.callbacks.pop(name)
         if not self.callbacks:
             sys.meta_path.remove(self)
