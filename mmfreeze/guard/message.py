@@ -63,8 +63,9 @@ def _headline(report: GuardReport) -> str:
     where = f" on rank {report.rank} of {report.world_size}" if report.rank is not None else ""
     if not report.local.ok:
         return f"the live model does not match the accepted snapshot {snapshot}{where}"
-    return (f"this rank ({report.rank}) matches the accepted snapshot {snapshot}, "
-            f"but not every one of the {report.world_size} ranks does")
+    peers = len(report.ranks.peers) if report.ranks is not None else report.world_size
+    of = f"{peers} ranks" if peers == report.world_size else f"{peers} ranks that train this model"
+    return f"this rank ({report.rank}) matches the accepted snapshot {snapshot}, but not every one of the {of} does"
 
 
 def _names_section(

@@ -5,7 +5,10 @@ that runs on some ranks only (a rank-conditional freeze, a checkpoint load on on
 ranks training different sets. Each rank first compares its own view with the snapshot, which is
 the shared reference, so no rank needs another's parameters. To name the ranks that disagree,
 each rank then posts its verdict to the default process group's store (the TCPStore or FileStore
-that ``init_process_group`` met through) and waits, for at most ``timeout_s``, until all have:
+that ``init_process_group`` met through) and waits, for at most ``timeout_s``, until all its peers
+have. The peers are the ranks that train the same model: those of the device meshes its DTensor
+parameters live on (:func:`current_ranks`), every rank of the job when it has none. Ranks that train
+nothing (a distillation teacher on its own mesh) never step an optimizer, so they are not waited for.
 
 - no collective runs: store calls are requests to the store server, and the one wait has its own
   deadline, so a rank that crashed, hangs or never calls the guard becomes an error naming it
@@ -14,9 +17,9 @@ that ``init_process_group`` met through) and waits, for at most ``timeout_s``, u
   those that agree, those that did not report. If any rank disagrees every rank raises, so no
   rank goes on into a first step that a failed peer will never join;
 - the success path costs a few store round trips (no tensor, no gloo or NCCL traffic);
-- each call is a round numbered by a per-rank counter kept in the store, so calling the guard
-  again (after loading a checkpoint) starts a fresh round; every rank calls it the same number of
-  times.
+- each call is a round numbered by a per-rank counter kept in the store for its set of peers, so
+  calling the guard again (after loading a checkpoint) starts a fresh round; every peer calls it the
+  same number of times.
 
 When the store cannot be used (or this torch has no default store), the rank warns and keeps its
 own verdict: the exchange adds information, it never replaces the local check.
@@ -42,6 +45,8 @@ SUMMARIES_READ = 4
 class RankContext:
     rank: int
     world_size: int
+    peers: tuple[int, ...]
+    """The ranks that train this rank's model, this one included (the ranks whose verdicts it waits for)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +63,7 @@ class RankReport:
 
     rank: int
     world_size: int
+    peers: tuple[int, ...]
     disagreeing: tuple[int, ...]
     summaries: Mapping[int, str]
     """Rank -> its summary, for the first :data:`SUMMARIES_READ` disagreeing ranks."""
@@ -67,36 +73,52 @@ class RankReport:
 
     @property
     def agreeing(self) -> tuple[int, ...]:
-        return tuple(r for r in range(self.world_size) if r not in self.disagreeing and r not in self.missing)
+        return tuple(r for r in self.peers if r not in self.disagreeing and r not in self.missing)
 
     @property
     def all_agree(self) -> bool:
         return not (self.disagreeing or self.missing)
 
 
-def current_ranks() -> RankContext | None:
-    """This process's rank in the default process group, or ``None`` outside one."""
+def current_ranks(model: Any = None, *, whole_job: bool = False) -> RankContext | None:
+    """This process's rank in the default process group and the peers that train ``model`` with it,
+    or ``None`` outside a process group.
+
+    ``whole_job``: every rank is a peer (pipeline stages: a stage's mesh names only its
+    data-parallel ranks, and the other stages train the same model)."""
     import torch.distributed as dist  # torch is imported already: the model is a torch module
 
     if not (dist.is_available() and dist.is_initialized()):
         return None
-    return RankContext(rank=dist.get_rank(), world_size=dist.get_world_size())
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    meshes = set() if whole_job or model is None else _mesh_ranks(model)
+    peers = tuple(sorted(meshes | {rank})) if meshes else tuple(range(world_size))
+    return RankContext(rank=rank, world_size=world_size, peers=peers)
+
+
+def _mesh_ranks(model: Any) -> set[int]:
+    """The global ranks of the device meshes ``model``'s DTensor parameters live on (public
+    ``DTensor.device_mesh.mesh``: a tensor of global ranks)."""
+    from torch.distributed.tensor import DTensor
+
+    meshes = {id(p.device_mesh): p.device_mesh for p in model.parameters() if isinstance(p, DTensor)}
+    return {int(rank) for mesh in meshes.values() for rank in mesh.mesh.flatten().tolist()}
 
 
 def exchange_verdicts(
-    verdict: RankVerdict, world_size: int, *, timeout_s: float, wait: bool = True
+    verdict: RankVerdict, context: RankContext, *, timeout_s: float, wait: bool = True
 ) -> RankReport | None:
-    """Post ``verdict``; with ``wait``, read every rank's once all posted or ``timeout_s`` passed.
+    """Post ``verdict``; with ``wait``, read every peer's once all posted or ``timeout_s`` passed.
 
     ``None`` without ``wait``, or when the store cannot be used (with a warning).
     """
     try:
         store = _default_store()
-        base = _post(store, verdict, world_size)
+        base = _post(store, verdict, context.peers)
         if not wait:
             return None
         complete = _wait_for_all(store, base, timeout_s)
-        return _read(store, base, verdict.rank, world_size, complete=complete, timeout_s=timeout_s)
+        return _read(store, base, context, complete=complete, timeout_s=timeout_s)
     except (RuntimeError, ValueError) as error:  # the store is unreachable, or there is none
         warnings.warn(
             f"mmfreeze.verify_frozen_set: could not compare with the other ranks through the process "
@@ -116,15 +138,16 @@ def _default_store() -> Any:
     return get_store()
 
 
-def _post(store: Any, verdict: RankVerdict, world_size: int) -> str:
-    """Post this rank's verdict in its next round; the last rank to post marks the round complete."""
-    round_number = store.add(f"{KEY_PREFIX}/calls/{verdict.rank}", 1)
-    base = f"{KEY_PREFIX}/{round_number}"
+def _post(store: Any, verdict: RankVerdict, peers: tuple[int, ...]) -> str:
+    """Post this rank's verdict in its next round among ``peers``; the last to post marks it complete."""
+    group = f"{KEY_PREFIX}/{','.join(map(str, peers))}"
+    round_number = store.add(f"{group}/calls/{verdict.rank}", 1)
+    base = f"{group}/{round_number}"
     if not verdict.agrees:
         store.set(f"{base}/summary/{verdict.rank}", verdict.summary)
         store.append(f"{base}/disagreeing", f"{verdict.rank},")
     store.append(f"{base}/arrived", f"{verdict.rank},")
-    if store.add(f"{base}/count", 1) == world_size:
+    if store.add(f"{base}/count", 1) == len(peers):
         store.set(f"{base}/complete", "1")
     return base
 
@@ -137,14 +160,14 @@ def _wait_for_all(store: Any, base: str, timeout_s: float) -> bool:
     return True
 
 
-def _read(store: Any, base: str, rank: int, world_size: int, *, complete: bool, timeout_s: float) -> RankReport:
+def _read(store: Any, base: str, context: RankContext, *, complete: bool, timeout_s: float) -> RankReport:
     disagreeing = _ranks_at(store, f"{base}/disagreeing")
     summaries = {other: _summary(store, base, other) for other in disagreeing[:SUMMARIES_READ]}
     arrived = set(_ranks_at(store, f"{base}/arrived"))
-    missing = () if complete else tuple(r for r in range(world_size) if r not in arrived)
+    missing = () if complete else tuple(r for r in context.peers if r not in arrived)
     return RankReport(
-        rank=rank, world_size=world_size, disagreeing=disagreeing, summaries=summaries,
-        missing=missing, timeout_s=timeout_s,
+        rank=context.rank, world_size=context.world_size, peers=context.peers, disagreeing=disagreeing,
+        summaries=summaries, missing=missing, timeout_s=timeout_s,
     )
 
 

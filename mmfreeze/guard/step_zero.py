@@ -10,12 +10,17 @@ Armed once per process (:func:`arm_step_zero`), it needs nothing from the code t
   out of ``optimizer.step()``, so no weight changes; every rank stops (the guard shares verdicts).
 - every other recorded module holding parameters no optimizer trains (a distillation teacher)
   must be frozen whole: a trainable parameter there gets gradients and is never updated.
+- a process whose modules ran but that never stepped an optimizer (a distillation teacher on its own
+  mesh) is checked when it exits normally: what ran there must be frozen whole. It says so in one
+  line, or exits with code 3 naming the trainable parameters.
 
 The forward hooks are removed at the first step; the step hook then costs one set look-up per step.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import threading
 import weakref
@@ -59,12 +64,37 @@ class ArmedGuard:
     handles: list[Any] = field(default_factory=list)
     forward_handles: list[Any] = field(default_factory=list)
     depth: threading.local = field(default_factory=threading.local)
+    stepped: bool = False
+    """An optimizer stepped in this process (the optimizers themselves may be gone by exit)."""
 
     def disarm(self) -> None:
         for handle in [*self.forward_handles, *self.handles]:
             handle.remove()
         self.forward_handles.clear()
         self.handles.clear()
+        atexit.unregister(self.at_exit)
+
+    def at_exit(self) -> None:
+        """At a normal exit of a process that ran modules and stepped no optimizer: they are frozen whole."""
+        if self.stepped or getattr(sys, "last_value", None) is not None:
+            return  # checked at the first step, or the run failed and its own error says why
+        roots = [module for ref in self.roots if (module := ref()) is not None and any(True for _ in module.parameters())]
+        if not roots:
+            return  # nothing with parameters ran: a data or compile worker
+        guard = self.source if isinstance(self.source, StepZeroGuard) else self.source()
+        if guard is None:
+            return
+        rank, world_size = _rank()
+        try:
+            _check_untrained(roots, inside=set(), held=set(), guard=guard)
+        except FrozenSetMismatchError as error:
+            guard.say(f"mmfreeze guard: rank {rank} of {world_size} stepped no optimizer: {error}")
+            sys.stdout.flush()
+            os._exit(3)  # a non-zero exit is the only verdict left at exit
+        tensors = sum(sum(1 for _ in module.parameters()) for module in roots)
+        guard.say(f"mmfreeze guard: rank {rank} of {world_size} stepped no optimizer; "
+                  f"{', '.join(sorted({type(module).__name__ for module in roots}))} ran here, frozen whole "
+                  f"({tensors} tensors): this rank trained nothing")
 
 
 def arm_step_zero(guard: GuardSource) -> ArmedGuard:
@@ -90,12 +120,14 @@ def arm_step_zero(guard: GuardSource) -> ArmedGuard:
         for handle in armed.forward_handles:  # the models are known by the first step
             handle.remove()
         armed.forward_handles.clear()
+        armed.stepped = True
         _check(armed, optimizer)
         armed.checked.add(optimizer)
 
     armed.forward_handles += [register_module_forward_pre_hook(entered),
                               register_module_forward_hook(left, always_call=True)]
     armed.handles.append(register_optimizer_step_pre_hook(before_step))
+    atexit.register(armed.at_exit)
     return armed
 
 
@@ -112,7 +144,7 @@ def _check(armed: ArmedGuard, optimizer: Any) -> None:
     model = _model_of(roots, held, guard)
     verified = verify_frozen_set(model, guard.recipe, optimizer=optimizer, gradients=guard.gradients,
                                  stage=guard.stage)
-    _check_untrained(roots, model, held, guard)
+    _check_untrained(roots, inside={id(p) for p in model.parameters()}, held=held, guard=guard)
     guard.say(
         f"mmfreeze guard: rank {verified.rank or 0} of {verified.world_size}: {verified.recipe} matches its snapshot "
         f"({verified.trainable_tensors} trainable, {verified.frozen_tensors} frozen tensors"
@@ -138,14 +170,24 @@ def _model_of(roots: list[Any], held: set[int], guard: StepZeroGuard) -> Any:
     return min(holders, key=lambda module: sum(1 for _ in module.parameters()))
 
 
-def _check_untrained(roots: list[Any], model: Any, held: set[int], guard: StepZeroGuard) -> None:
-    """A module that ran beside the model (a teacher) with parameters no optimizer holds must be frozen whole."""
-    inside = {id(p) for p in model.parameters()}
+def _check_untrained(roots: list[Any], *, inside: set[int], held: set[int], guard: StepZeroGuard) -> None:
+    """A module that ran beside the model (a teacher), with parameters neither the model nor an
+    optimizer holds, must be frozen whole."""
     for module in roots:
         own = [(name, p) for name, p in module.named_parameters() if id(p) not in inside and id(p) not in held]
         trainable = [name for name, p in own if p.requires_grad]
         if own and len(own) == sum(1 for _ in module.parameters()) and trainable:
             raise FrozenSetMismatchError(
-                f"{type(module).__name__} ran beside the model and no optimizer holds its parameters, yet "
+                f"{type(module).__name__} ran {'beside the model' if inside else 'here'} and no optimizer holds its "
+                f"parameters, yet "
                 f"{len(trainable)} of them are trainable (first: {', '.join(trainable[:3])}): a distillation "
                 "teacher must be frozen whole", source=_label(guard))
+
+
+def _rank() -> tuple[int, int]:
+    """This process's rank and world size: the process group's, else torchrun's environment."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))

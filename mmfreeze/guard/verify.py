@@ -56,14 +56,14 @@ def verify_frozen_set(
       before the optimizer step): a parameter the loss never reaches has none.
     - ``stage``: ``model`` is one pipeline stage: each of its parameters is checked against the
       snapshot, and the snapshot's other names are not looked for (they live on other ranks).
-    - ``peer_timeout``: inside a process group, seconds to wait for every rank's verdict
-      (``mmfreeze.guard.ranks``); ``None`` checks this rank alone.
+    - ``peer_timeout``: inside a process group, seconds to wait for the verdict of every rank that
+      trains this model (``mmfreeze.guard.ranks``); ``None`` checks this rank alone.
 
     Raises :class:`~mmfreeze.exceptions.FrozenSetMismatchError` naming every difference, grouped by
     resolved module, and the ranks that disagree; :class:`~mmfreeze.exceptions.SnapshotError` when
     the snapshot is missing or unreadable.
     """
-    context = current_ranks() if peer_timeout is not None else None
+    context = current_ranks(model, whole_job=stage) if peer_timeout is not None else None
     try:
         live, local = _check_locally(model, recipe, optimizer, snapshot, gradients, stage)
     except MmfreezeError as error:
@@ -100,10 +100,10 @@ def _check_locally(
 def _share(
     context: RankContext | None, agrees: bool, summary: str, peer_timeout: float | None, *, wait: bool
 ) -> RankReport | None:
-    if context is None or context.world_size < 2 or peer_timeout is None:
+    if context is None or len(context.peers) < 2 or peer_timeout is None:
         return None
     verdict = RankVerdict(rank=context.rank, agrees=agrees, summary=summary)
-    return exchange_verdicts(verdict, context.world_size, timeout_s=peer_timeout, wait=wait)
+    return exchange_verdicts(verdict, context, timeout_s=peer_timeout, wait=wait)
 
 
 def _mismatch(report: GuardReport, live: LiveModel) -> FrozenSetMismatchError:

@@ -21,7 +21,8 @@ parses the student's section and the teacher's twice each, and each model is par
 strategy config its own parse made, which is how its additions are found again.
 
 A run whose parallelisation never reaches that hook is refused when its section is parsed, with the
-strategy that is in the way: DDP, Megatron-FSDP, the MoE parallelizer, a single device.
+strategy that is in the way: DDP, Megatron-FSDP, the MoE parallelizer, a single device, a model on
+a one-rank mesh of its own.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def parse_hook(
             contract=parse_batch_contract(multimodal, source=context.source))
         _refuse_unreachable(cfg_dict, additions, context)
         result = original({**cfg_dict, "multimodal": framework})
+        _refuse_unsharded(result["parallelism_sizes"], additions, context)
         parsed.record(result["strategy_config"], additions)
         return result
 
@@ -105,13 +107,27 @@ def _refuse_unreachable(section: Mapping[str, Any], additions: Additions, contex
         why = f"this recipe's strategy is {strategy}, which does not shard through FSDP2's hook"
     elif section.get("moe") is not None:
         why = "this recipe's model is parallelised by the MoE parallelizer, which does not shard through FSDP2's hook"
-    elif int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        why = "this run has a single device: nothing is sharded, so they would do nothing"
     if why is not None:
-        raise IntegrationError(
-            f"{', '.join(additions.keys)} act where FSDP2 shards the model ({why}); remove them for this run, "
-            f"or train with `strategy: fsdp2` without the MoE parallelizer on several devices",
-            source=context.source, key=CONFIG_KEY)
+        _refuse(additions, why, context)
+
+
+def _refuse_unsharded(sizes: Any, additions: Additions, context: RunContext) -> None:
+    """The framework skips FSDP2 on a single-rank world or a one-rank mesh (``fsdp2_sharding_enabled``):
+    the mesh is the section's explicit sizes (a distillation model on its own mesh), else the world."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    mesh = world if sizes.dp_size is None else sizes.dp_size * sizes.tp_size * sizes.pp_size * sizes.cp_size
+    if world == 1:
+        _refuse(additions, "this run has a single device: nothing is sharded, so they would do nothing", context)
+    if mesh == 1:
+        _refuse(additions, "this model's mesh has one rank (its dp_size, tp_size, pp_size and cp_size are all 1): "
+                "the framework does not shard it, so they would do nothing", context)
+
+
+def _refuse(additions: Additions, why: str, context: RunContext) -> None:
+    raise IntegrationError(
+        f"{', '.join(additions.keys)} act where FSDP2 shards the model ({why}); remove them for this run, "
+        f"or train with `strategy: fsdp2` without the MoE parallelizer on several devices",
+        source=context.source, key=CONFIG_KEY)
 
 
 def parallelize_hook(original: Callable[..., Any], context: RunContext, parsed: ParsedAdditions) -> Callable[..., Any]:

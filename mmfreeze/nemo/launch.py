@@ -100,12 +100,12 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
                     "so they would train unguarded: launch there with the job's own command and the line "
                     f"`mmfreeze train --env {recipe}` prints, or turn the guard off (`--no-guard`)",
                     source=context.source, key=section)
-        if document.get("separate_meshes") is True:
+        if document.get("separate_meshes") is True and context.pipeline_stages:
             raise IntegrationError(
-                "knowledge distillation with separate meshes: the teacher's ranks never step an optimizer, and the "
-                "guard shares every rank's verdict before the first step, so the student's ranks would wait for "
-                "them until peer_timeout; train it with `--no-guard` (or `separate_meshes: false`, which the guard "
-                "covers)", source=context.source, key="separate_meshes")
+                "knowledge distillation with separate meshes and pipeline stages: a stage's mesh names only its "
+                "data-parallel ranks, so the guard waits for every rank of the job, and the teacher's ranks never "
+                "step an optimizer; train it with `--no-guard`, or without pipeline stages (separate meshes "
+                "alone are guarded)", source=context.source, key="separate_meshes")
         recipe_class = str(document.get("recipe", "")) if not isinstance(document.get("recipe"), Mapping) \
             else str(document["recipe"].get("_target_", ""))
         if (why := UNGUARDED_RECIPES.get(recipe_class.rpartition(".")[2])) is not None:

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from tests.distributed.launch import join_process_group
 from tests.distributed.tiny_vlms import build_batch, build_tiny, resolved_modules
 from tests.guard.helpers import TINY_FREEZE
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
 from mmfreeze import verify_frozen_set
@@ -47,10 +48,15 @@ class GuardScenario:
     skip_guard_on_rank: int | None = None
     """This rank never calls the guard (a rank stuck elsewhere, or crashed)."""
     peer_timeout: float = 30.0
+    trained_on: tuple[int, ...] | None = None
+    """The model is sharded over a mesh of these ranks only; the others train nothing (a
+    distillation teacher's ranks) and never call the guard. ``None``: every rank."""
 
 
 GUARD_SCENARIOS = {
     "faithful": GuardScenario(),
+    # Rank 1 never calls the guard, yet rank 0 must not wait for it: it does not train this model.
+    "trained_on_rank_0_only": GuardScenario(trained_on=(0,), peer_timeout=30.0),
     "one_rank_unfreezes": GuardScenario(unfreeze_on_rank=1),
     # Last in a run: the skipping rank's round counter stays behind the other's.
     "one_rank_skips_the_guard": GuardScenario(skip_guard_on_rank=1, peer_timeout=3.0),
@@ -68,6 +74,10 @@ def sharded_model(mesh) -> torch.nn.Module:
 
 
 def run_scenario(scenario: GuardScenario, rank: int, mesh) -> dict:
+    if scenario.trained_on is not None:
+        mesh = DeviceMesh("cpu", list(scenario.trained_on), mesh_dim_names=("dp",))  # every rank joins its groups
+        if rank not in scenario.trained_on:
+            return {"trains_nothing": True}
     model = sharded_model(mesh)
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
     tampered = dict(model.named_parameters())[TAMPERED]

@@ -62,6 +62,18 @@ def test_faithful_sharded_ranks_pass_and_train_a_step(guard_runs):
 
 
 @pytest.mark.timeout(200)
+def test_ranks_that_do_not_train_the_model_are_not_waited_for(guard_runs):
+    """The model lives on a mesh of rank 0 alone (a distillation student on its own mesh); rank 1
+    never reaches the guard. Rank 0 compares with the ranks of its model's mesh only: it passes
+    at once, where waiting for every rank of the job would fail after its 30 s peer timeout."""
+    rank0, rank1 = (outcome(guard_runs, "trained_on_rank_0_only", rank) for rank in range(2))
+    assert rank1 == {"trains_nothing": True, "seconds": rank1["seconds"]}
+    assert "error" not in rank0, rank0.get("traceback")
+    assert (rank0["verified"]["rank"], rank0["verified"]["world_size"]) == (0, 2)
+    assert rank0["tampered_is_dtensor"] and rank0["seconds"] < 20
+
+
+@pytest.mark.timeout(200)
 def test_one_rank_with_different_freezing_fails_both_ranks_naming_it(guard_runs):
     """Rank 1 sets one frozen tower weight (a DTensor) trainable after sharding: rank 1's error names
     the weight, its module and itself; rank 0's says rank 0 agrees and rank 1 does not."""

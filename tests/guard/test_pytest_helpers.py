@@ -35,7 +35,7 @@ def test_a_missing_snapshot_is_an_error_not_a_failure(finetune, tmp_path):
 
 
 def test_it_checks_this_process_alone(finetune, monkeypatch):
-    def no_rank_lookup():
+    def no_rank_lookup(*_: object, **__: object):
         raise AssertionError("the helper must not look for other ranks")
 
     monkeypatch.setattr(verify_module, "current_ranks", no_rank_lookup)

@@ -46,24 +46,32 @@ def as_ranks(*calls: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def verdict_call(rank: int, agrees: bool, summary: str = "", *, timeout_s: float = 30.0, wait: bool = True):
+TWO = (0, 1)
+
+
+def context(rank: int, peers: tuple[int, ...] = TWO, world_size: int = 2) -> RankContext:
+    return RankContext(rank=rank, world_size=world_size, peers=peers)
+
+
+def verdict_call(rank: int, agrees: bool, summary: str = "", *, timeout_s: float = 30.0, wait: bool = True,
+                 peers: tuple[int, ...] = TWO, world_size: int = 2):
     verdict = RankVerdict(rank=rank, agrees=agrees, summary=summary)
-    return lambda: exchange_verdicts(verdict, 2, timeout_s=timeout_s, wait=wait)
+    return lambda: exchange_verdicts(verdict, context(rank, peers, world_size), timeout_s=timeout_s, wait=wait)
 
 
 def test_every_rank_names_the_disagreeing_rank_with_its_summary_and_the_agreeing_one(store):
     reports = as_ranks(verdict_call(0, True), verdict_call(1, False, "1 newly trainable (e.g. w)"))
 
     for rank, report in enumerate(reports):
-        assert report == RankReport(rank=rank, world_size=2, disagreeing=(1,), summaries={1: "1 newly trainable (e.g. w)"},
-                                    missing=(), timeout_s=30.0)
+        assert report == RankReport(rank=rank, world_size=2, peers=TWO, disagreeing=(1,),
+                                    summaries={1: "1 newly trainable (e.g. w)"}, missing=(), timeout_s=30.0)
         assert report.agreeing == (0,) and not report.all_agree
 
 
 def test_a_rank_that_never_reports_is_named_after_the_deadline_not_waited_for(store):
     started = time.monotonic()
 
-    report = exchange_verdicts(RankVerdict(rank=0, agrees=True), 2, timeout_s=0.5)
+    report = exchange_verdicts(RankVerdict(rank=0, agrees=True), context(0), timeout_s=0.5)
 
     assert report.missing == (1,) and report.agreeing == (0,) and not report.all_agree
     assert time.monotonic() - started < 5
@@ -75,6 +83,27 @@ def test_each_call_is_a_fresh_round(store):
 
     assert [report.disagreeing for report in first] == [(1,), (1,)]
     assert all(report.all_agree and report.agreeing == (0, 1) for report in second)
+
+
+def test_ranks_that_train_another_model_are_neither_waited_for_nor_counted(store):
+    """Distillation on separate meshes: ranks 0-1 train the student, rank 2 serves the teacher and
+    never steps an optimizer. The student's ranks complete their round without rank 2, which never posts."""
+    started = time.monotonic()
+    reports = as_ranks(*(verdict_call(rank, rank == 0, "" if rank == 0 else "1 newly trainable (e.g. w)",
+                                      peers=TWO, world_size=3) for rank in TWO))
+
+    assert [report.disagreeing for report in reports] == [(1,), (1,)]
+    assert all(report.missing == () and report.agreeing == (0,) and report.peers == TWO for report in reports)
+    assert time.monotonic() - started < 5
+
+
+def test_rounds_are_counted_per_set_of_peers(store):
+    """A rank that checked a model of its own sub-mesh first is still in step with the whole job's rounds."""
+    alone = exchange_verdicts(RankVerdict(rank=0, agrees=True), context(0, peers=(0,)), timeout_s=1)
+    together = as_ranks(verdict_call(0, True), verdict_call(1, True))
+
+    assert alone.all_agree and alone.peers == (0,)
+    assert all(report.all_agree and report.agreeing == TWO for report in together)
 
 
 def test_a_rank_that_posts_without_waiting_is_seen_by_the_others(store):
@@ -91,7 +120,7 @@ def test_an_unusable_store_warns_and_leaves_the_local_verdict(monkeypatch):
     monkeypatch.setattr(ranks_module, "_default_store", no_store)
 
     with pytest.warns(RuntimeWarning, match="rank 0 was checked alone"):
-        assert exchange_verdicts(RankVerdict(rank=0, agrees=True), 2, timeout_s=1) is None
+        assert exchange_verdicts(RankVerdict(rank=0, agrees=True), context(0), timeout_s=1) is None
 
 
 def test_no_process_group_means_no_exchange():
@@ -115,7 +144,7 @@ def test_verify_on_an_agreeing_rank_fails_naming_the_rank_whose_model_differs(st
     tampered = "model.vision_tower.embeddings.patch_embedding.weight"
     dict(models[1].named_parameters())[tampered].requires_grad_(True)
     monkeypatch.setattr(verify_module, "current_ranks",
-                        lambda: RankContext(rank=int(threading.current_thread().name[-1]), world_size=2))
+                        lambda model, whole_job: context(int(threading.current_thread().name[-1])))
 
     errors = as_ranks(*(lambda m=m, o=o: verify_frozen_set(m, "recipes/tiny.yaml", optimizer=o, peer_timeout=30)
                         for m, o in zip(models, optimizers)))

@@ -5,6 +5,8 @@ optimizer's parameters and the modules whose forward ran."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,6 +111,42 @@ def test_a_teacher_that_ran_beside_the_model_must_be_frozen_whole(repo) -> None:
     finally:
         guard.disarm()
     assert len(said) == 1
+
+
+RANK_WITHOUT_OPTIMIZER = """
+import sys, torch
+from pathlib import Path
+from mmfreeze.guard.step_zero import StepZeroGuard, arm_step_zero
+arm_step_zero(StepZeroGuard(recipe=Path("recipes/kd.yaml")))
+teacher = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+teacher.requires_grad_(sys.argv[1] == "trainable")
+with torch.no_grad():
+    teacher(torch.ones(1, 2))
+if sys.argv[1] == "crashes":
+    raise RuntimeError("the run failed before any step")
+"""
+"""A distillation teacher's rank on its own mesh: its model runs forwards, no optimizer ever steps."""
+
+
+@pytest.mark.parametrize("teacher", ["frozen", "trainable", "crashes"])
+def test_a_process_that_ran_modules_and_stepped_no_optimizer_is_checked_at_exit(teacher: str, tmp_path: Path) -> None:
+    """Frozen whole: one line says so and the exit code is the run's. Trainable: exit 3 naming them.
+    A run that failed on its own gets no line: its error says why."""
+    ran = subprocess.run([sys.executable, "-c", RANK_WITHOUT_OPTIMIZER, teacher], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    lines = [line for line in ran.stderr.splitlines() if line.startswith("mmfreeze guard:")]
+    if teacher == "frozen":
+        assert ran.returncode == 0, ran.stderr
+        assert lines == ["mmfreeze guard: rank 0 of 1 stepped no optimizer; Sequential ran here, frozen whole "
+                         "(4 tensors): this rank trained nothing"]
+    elif teacher == "trainable":
+        assert ran.returncode == 3, ran.stderr
+        assert lines == ["mmfreeze guard: rank 0 of 1 stepped no optimizer: recipes/kd.yaml: Sequential ran here and no "
+                         "optimizer holds its parameters, yet 4 of them are trainable (first: 0.weight, 0.bias, "
+                         "1.weight): a distillation teacher must be frozen whole"]
+    else:
+        assert ran.returncode == 1 and "the run failed before any step" in ran.stderr
+        assert lines == []
 
 
 def test_an_optimizer_over_a_module_whose_forward_never_ran_is_an_error_not_a_pass(repo) -> None:

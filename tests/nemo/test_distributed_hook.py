@@ -95,6 +95,14 @@ def test_a_single_device_run_with_additions_is_refused(parse, monkeypatch: pytes
         parse({"multimodal": {"audio": {"frozen_sharding": "per_layer"}}})
 
 
+def test_additions_for_a_model_on_a_one_rank_mesh_of_its_own_are_refused_when_its_section_is_parsed(parse) -> None:
+    """Distillation on separate meshes with 2 ranks: the student's mesh is rank 0 alone, which the
+    framework never shards (``fsdp2_sharding_enabled``). Two student ranks are sharded."""
+    with pytest.raises(IntegrationError, match="this model's mesh has one rank"):
+        parse({"dp_size": 1, "multimodal": {"vision": {"frozen_sharding": "replicate"}}})
+    assert parse({"dp_size": 2, "multimodal": {"vision": {"frozen_sharding": "replicate"}}})["strategy_config"]
+
+
 def test_each_parse_keeps_its_own_additions_as_distillation_parses_student_teacher_student_teacher(
     installation, parse,
 ) -> None:

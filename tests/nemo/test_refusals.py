@@ -137,7 +137,8 @@ def test_mmfreeze_train_fails_before_starting_the_command_when_the_recipe_needs_
     ("skypilot: {cloud: aws}\n", "launches through skypilot, whose remote processes do not get this environment"),
     ("nemo_run: {executor: slurm}\n", "launches through nemo_run"),
     ("recipe: nemo_automodel.recipes.diffusion.train.TrainDiffusionRecipe\n", "never reads freeze_config"),
-    ("recipe: KnowledgeDistillationRecipeForVLM\nseparate_meshes: true\n", "the teacher's ranks never step an optimizer"),
+    ("recipe: KnowledgeDistillationRecipeForLLM\nseparate_meshes: true\ndistributed: {pp_size: 2}\n",
+     "knowledge distillation with separate meshes and pipeline stages"),
 ])
 def test_a_launch_the_guard_cannot_reach_is_refused_before_it_starts(tmp_path: Path, text: str, refusal: str) -> None:
     recipe = tmp_path / "recipe.yaml"

@@ -8,6 +8,12 @@ rejects it), snapshotted by `mmfreeze snapshot --update`, and trained by
 with ``mmfreeze train -- python train_worker.py ...``. The worker replaces two ``torch.cuda``
 calls the recipe makes without checking for a GPU and the dataset/processor (they download), and
 nothing else (``train_worker.py``).
+
+Issue #41: the same tiny LLaVA distilled by ``KnowledgeDistillationRecipeForVLM`` on separate
+meshes (``recipes/tiny_llava_kd_legacy.yaml``): ranks 0-1 train the student, rank 2 serves the
+teacher and never steps an optimizer. Three ranks, because the framework does not shard a model on
+a one-rank mesh, where the student's per-modality sharding acts (that case is refused when the
+section is parsed: ``tests/nemo/test_distributed_hook.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ pytestmark = [pytest.mark.framework, pytest.mark.slow, requires_framework]
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "train_worker.py"
 RECIPE = Path("recipes/tiny_llava.yaml")
+DISTILLATION = Path("recipes/tiny_llava_kd.yaml")
 NO_DUMMY_FORWARD = Path("recipes/tiny_llava_no_dummy_forward.yaml")
 """The same recipe with mmfreeze's dummy forward for the vision path turned off, which its setup
 check allows only when the batch contract says every rank runs vision in the same steps."""
@@ -55,9 +62,10 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A team repository holding the migrated, snapshotted recipe."""
     root = tmp_path_factory.mktemp("team")
     (root / "pyproject.toml").write_text('[tool.mmfreeze]\nsnapshots = "snapshots"\n')
-    template = (HERE / "recipes" / "tiny_llava_legacy.yaml").read_text()
     (root / RECIPE).parent.mkdir()
-    (root / RECIPE).write_text(template.replace("MODEL_DIR", str(HERE / "models" / "tiny-llava")))
+    for recipe, template in ((RECIPE, "tiny_llava_legacy.yaml"), (DISTILLATION, "tiny_llava_kd_legacy.yaml")):
+        text = (HERE / "recipes" / template).read_text()
+        (root / recipe).write_text(text.replace("MODEL_DIR", str(HERE / "models" / "tiny-llava")))
     (root / NO_DUMMY_FORWARD).write_text((root / RECIPE).read_text().replace(
         "      frozen_sharding: replicate", "      frozen_sharding: replicate\n      run_dummy_forward: false").replace(
         "  multimodal:\n", "  multimodal:\n    batch_contract: {rank_uniform: [vision]}   # no rank ever runs vision\n"))
@@ -73,15 +81,16 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def train(repository: Path, tmp_path: Path, *extra: str, text_only: bool = False, recipe: Path = RECIPE) -> Run:
+def train(repository: Path, tmp_path: Path, *extra: str, text_only: bool = False, recipe: Path = RECIPE,
+          world: int = 2) -> Run:
     out = tmp_path / "run.json"
     command = [sys.executable, "-m", "mmfreeze", "train", "--",
-               sys.executable, str(WORKER), str(recipe), str(out), *extra]
+               sys.executable, str(WORKER), str(recipe), str(out), "--world", str(world), *extra]
     environment = {**os.environ, "PYTHONPATH": str(HERE.parents[1]), "TRAIN_WORKER_DEADLINE_S": "240",
                    "TRAIN_WORKER_TEXT_ONLY": "1" if text_only else "0"}
     completed = subprocess.run(command, cwd=repository, env=environment, capture_output=True, text=True, timeout=400)
     assert out.exists(), completed.stdout + completed.stderr
-    logs = {rank: Path(f"{out}.rank{rank}.log").read_text() for rank in range(2)}
+    logs = {rank: Path(f"{out}.rank{rank}.log").read_text() for rank in range(world)}
     return Run(code=completed.returncode, result=json.loads(out.read_text()), logs=logs)
 
 
@@ -163,3 +172,50 @@ def test_with_text_only_batches_the_dummy_forward_reaches_the_projector_and_with
         assert record["losses"] == []
         assert "trainable, but no gradient after the backward (the loss never reached them)" in record["error"]
         assert f"{PROJECTOR}linear_1.weight" in record["error"]
+
+
+def test_distillation_on_separate_meshes_guards_the_student_with_its_additions_and_finds_the_teacher_frozen_whole(
+    repository: Path, tmp_path: Path
+) -> None:
+    run = train(repository, tmp_path, recipe=DISTILLATION, world=3)
+    assert run.code == 0, run.logs
+    for rank in (0, 1):
+        record = run.rank(rank)
+        assert record["error"] is None, record["traceback"]
+        assert (record["recipe_class"], record["role"]) == ("KnowledgeDistillationRecipeForVLM", "student")
+        params = record["params"]
+        frozen = [name for name, p in params.items() if not p["requires_grad"]]
+        assert frozen and all(name.startswith(VISION_TOWER) for name in frozen)
+        assert all(params[name]["unchanged"] for name in frozen)
+        assert not any(p["unchanged"] for p in params.values() if p["requires_grad"])
+        # the student's addition: its frozen vision tower replicated, the rest sharded over ranks 0-1
+        assert {params[name]["kind"] for name in frozen} == {"Tensor"}
+        assert {p["kind"] for p in params.values() if p["requires_grad"]} == {"DTensor"}
+        assert "DP_SHARD=2" in record["strategy"]["mesh"]
+        assert len(record["losses"]) == 2
+        # compared with the student's other rank only: rank 2 never steps an optimizer
+        assert f"mmfreeze guard: rank {rank} of 3: {DISTILLATION} matches its snapshot" in run.logs[rank]
+    teacher = run.rank(2)
+    assert teacher["error"] is None, teacher["traceback"]
+    assert teacher["role"] == "teacher" and teacher["losses"] == []
+    assert not any(p["requires_grad"] for p in teacher["params"].values())
+    assert ("mmfreeze guard: rank 2 of 3 stepped no optimizer; LlavaForConditionalGeneration ran here, frozen whole "
+            "(64 tensors): this rank trained nothing") in run.logs[2]
+
+
+def test_the_guard_stops_a_distillation_run_whose_student_changed_after_setup_on_every_rank(
+    repository: Path, tmp_path: Path
+) -> None:
+    """Rank 0 unfreezes one of the student's tower weights: both student ranks stop before their
+    first step, and the student's loop, on its way out, tells the teacher's rank to stop serving."""
+    run = train(repository, tmp_path, "--unfreeze", "model.vision_tower.post_layernorm.weight",
+                recipe=DISTILLATION, world=3)
+    assert run.code != 0
+    for rank in (0, 1):
+        record = run.rank(rank)
+        assert record["error"].startswith(f"FrozenSetMismatchError: {DISTILLATION}: "), record["error"]
+        assert record["losses"] == []
+        assert "ranks that disagree: 0" in record["error"]
+    assert "not every one of the 2 ranks that train this model does" in run.rank(1)["error"]
+    assert run.rank(2)["stage"] == "done" and run.rank(2)["losses"] == []
+    assert "stepped no optimizer" in run.logs[2]

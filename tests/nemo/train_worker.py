@@ -1,9 +1,9 @@
 """Train a tiny VLM with nemo-automodel 0.7.0's own recipe class on CPU: 2 ranks, gloo, FSDP2.
 
-    python tests/nemo/train_worker.py RECIPE.yaml OUT.json [--steps N] [--unfreeze PARAMETER]
+    python tests/nemo/train_worker.py RECIPE.yaml OUT.json [--steps N] [--unfreeze PARAMETER] [--world N]
 
-Without ``RANK`` in the environment this process is the launcher: it starts two ranks of itself
-(``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE=2``, ``MASTER_ADDR=127.0.0.1``, ``MASTER_PORT``), waits up
+Without ``RANK`` in the environment this process is the launcher: it starts ``--world`` ranks of
+itself (default 2; ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR=127.0.0.1``, ``MASTER_PORT``), waits up
 to ``TRAIN_WORKER_DEADLINE_S`` seconds (default 150), kills what is left, merges the ranks'
 results into OUT.json and prints a summary (exit 0 only if both ranks finished without error).
 With ``RANK`` set (by that launcher, torchrun or any other) the process is one rank: it runs
@@ -287,7 +287,7 @@ def build_and_train(recipe_path: str | Path, steps: int = 2, *, unfreeze: str | 
     result: dict[str, Any] = {
         "rank": int(os.environ.get("RANK", "0")), "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "steps": steps, "recipe": str(recipe_path), "stage": "import", "stages": {},
-        "cuda_substitutions": [], "trainability_calls": [], "losses": [], "grad_norms": [],
+        "cuda_substitutions": [], "substitutions": [], "trainability_calls": [], "losses": [], "grad_norms": [],
         "error": None, "traceback": None,
     }
     started = last = time.monotonic()
@@ -362,16 +362,45 @@ def _digest(tensor) -> str:
     return hashlib.sha1(tensor.detach().to(torch.float64).contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
-def _run_recipe(cfg, steps: int, result: dict[str, Any], stage: Callable[[str], None], *, unfreeze: str | None) -> None:
-    """The recipe class itself: ``setup()`` and ``run_train_validation_loop()``."""
-    from nemo_automodel.recipes.vlm.finetune import FinetuneRecipeForVLM
+DEFAULT_RECIPE_CLASS = "nemo_automodel.recipes.vlm.finetune.FinetuneRecipeForVLM"
 
-    recipe = FinetuneRecipeForVLM(cfg)
+
+def recipe_class(cfg) -> type:
+    """The class the recipe's ``recipe:`` names (a dotted path), else VLM fine-tuning."""
+    import importlib
+
+    module, _, name = str(cfg.get("recipe", DEFAULT_RECIPE_CLASS)).rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+@contextlib.contextmanager
+def no_tokenizer_check(log: list[dict[str, Any]]) -> Iterator[None]:
+    """Distillation's ``_verify_tokenizer_compatibility`` loads the student's and the teacher's
+    tokenizers by name (they download). A no-op here, logged: the tiny student and teacher are
+    built from one config, so they share one vocabulary."""
+    from nemo_automodel.recipes.vlm import kd
+
+    saved = kd._verify_tokenizer_compatibility
+    kd._verify_tokenizer_compatibility = lambda *args, **kwargs: log.append({"call": "_verify_tokenizer_compatibility"})
+    try:
+        yield
+    finally:
+        kd._verify_tokenizer_compatibility = saved
+
+
+def _run_recipe(cfg, steps: int, result: dict[str, Any], stage: Callable[[str], None], *, unfreeze: str | None) -> None:
+    """The recipe class itself: ``setup()`` and ``run_train_validation_loop()``. On a distillation
+    teacher's own mesh, the record is the teacher's (no optimizer there)."""
+    recipe = recipe_class(cfg)(cfg)
+    result["recipe_class"] = type(recipe).__name__
     stage("recipe.setup")
-    recipe.setup()
-    model = recipe.model_parts[0]
+    with no_tokenizer_check(result["substitutions"]):
+        recipe.setup()
+    bridge = getattr(recipe, "kd_mesh_bridge", None)
+    result["role"] = "teacher" if bridge is not None and bridge.is_teacher else "student"
+    model, optimizers = (recipe.teacher_model, []) if result["role"] == "teacher" else (recipe.model_parts[0], recipe.optimizer)
     stage("snapshot_before")
-    before = _record_after_setup(model, recipe.optimizer, result, recipe.distributed_setup)
+    before = _record_after_setup(model, optimizers, result, recipe.distributed_setup)
     if unfreeze is not None and result["rank"] == 0:
         dict(model.named_parameters())[unfreeze].requires_grad_(True)
 
@@ -458,8 +487,9 @@ def merge_rank_results(out: str | Path, world: int = WORLD, launcher: dict[str, 
     return merged
 
 
-def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script: str | Path = __file__) -> dict[str, Any]:
-    """Start ``WORLD`` ranks of ``script`` (``script RECIPE OUT *extra`` with the rank's env), wait up to
+def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script: str | Path = __file__,
+           world: int = WORLD) -> dict[str, Any]:
+    """Start ``world`` ranks of ``script`` (``script RECIPE OUT *extra`` with the rank's env), wait up to
     ``deadline_s``, kill what is left, merge their ``OUT.rank<R>.json`` into ``OUT``.
 
     ``script`` may be another rank script (e.g. one that calls ``mmfreeze.nemo.install()`` and then
@@ -469,9 +499,9 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     started = time.monotonic()
     procs = []
-    for rank in range(WORLD):
+    for rank in range(world):
         env = {**os.environ, "PYTHONPATH": pythonpath, "RANK": str(rank), "LOCAL_RANK": str(rank),
-               "WORLD_SIZE": str(WORLD), "LOCAL_WORLD_SIZE": str(WORLD),
+               "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         rank_result_path(out, rank).unlink(missing_ok=True)
         log = Path(f"{out}.rank{rank}.log").open("w")
@@ -480,29 +510,32 @@ def launch(recipe: str, out: str, extra: list[str], *, deadline_s: float, script
     killed = wait_all(procs, deadline_s=deadline_s, started=started)
     launcher = {"codes": [p.returncode for p in procs], "killed": killed,
                 "seconds": round(time.monotonic() - started, 2), "python": sys.executable,
-                "logs": [f"{out}.rank{r}.log" for r in range(WORLD)]}
-    return merge_rank_results(out, WORLD, launcher)
+                "logs": [f"{out}.rank{r}.log" for r in range(world)]}
+    return merge_rank_results(out, world, launcher)
 
 
-def _options(argv: list[str]) -> tuple[int, str | None]:
-    steps, unfreeze = 2, None
+def _options(argv: list[str]) -> tuple[int, str | None, int]:
+    steps, unfreeze, world = 2, None, WORLD
     for flag, value in zip(argv[::2], argv[1::2]):
         if flag == "--steps":
             steps = int(value)
         elif flag == "--unfreeze":
             unfreeze = value
+        elif flag == "--world":
+            world = int(value)
         else:
             raise SystemExit(f"unknown option {flag}")
-    return steps, unfreeze
+    return steps, unfreeze, world
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         raise SystemExit(__doc__)
     recipe, out, extra = argv[0], argv[1], argv[2:]
-    steps, unfreeze = _options(extra)
+    steps, unfreeze, world = _options(extra)
     if "RANK" not in os.environ:
-        merged = launch(recipe, out, extra, deadline_s=float(os.environ.get("TRAIN_WORKER_DEADLINE_S", "150")))
+        merged = launch(recipe, out, extra, deadline_s=float(os.environ.get("TRAIN_WORKER_DEADLINE_S", "150")),
+                        world=world)
         print(json.dumps({k: merged[k] for k in ("summary", "across_ranks", "launcher")}, indent=1))
         return 0 if all(not s["error"] for s in merged["summary"].values()) and not merged["launcher"]["killed"] else 1
     result = build_and_train(recipe, steps, unfreeze=unfreeze)
