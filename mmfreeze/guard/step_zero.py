@@ -11,8 +11,8 @@ Armed once per process (:func:`arm_step_zero`), it needs nothing from the code t
 - every other recorded module holding parameters no optimizer trains (a distillation teacher)
   must be frozen whole: a trainable parameter there gets gradients and is never updated.
 - a process whose modules ran but that never stepped an optimizer (a distillation teacher on its own
-  mesh) is checked when it exits normally: what ran there must be frozen whole. It says so in one
-  line, or exits with code 3 naming the trainable parameters.
+  mesh) trained nothing; at a normal exit it says so in one line, with whether what ran there is
+  frozen whole (without an optimizer, a parameter marked trainable is never updated).
 
 The forward hooks are removed at the first step; the step hook then costs one set look-up per step.
 """
@@ -75,7 +75,8 @@ class ArmedGuard:
         atexit.unregister(self.at_exit)
 
     def at_exit(self) -> None:
-        """At a normal exit of a process that ran modules and stepped no optimizer: they are frozen whole."""
+        """At a normal exit of a process whose modules ran and that stepped no optimizer (a distillation
+        teacher's rank on its own mesh, an evaluation): one line saying that it trained nothing."""
         if self.stepped or getattr(sys, "last_value", None) is not None:
             return  # checked at the first step, or the run failed and its own error says why
         roots = [module for ref in self.roots if (module := ref()) is not None and any(True for _ in module.parameters())]
@@ -85,16 +86,13 @@ class ArmedGuard:
         if guard is None:
             return
         rank, world_size = _rank()
-        try:
-            _check_untrained(roots, inside=set(), held=set(), guard=guard)
-        except FrozenSetMismatchError as error:
-            guard.say(f"mmfreeze guard: rank {rank} of {world_size} stepped no optimizer: {error}")
-            sys.stdout.flush()
-            os._exit(3)  # a non-zero exit is the only verdict left at exit
-        tensors = sum(sum(1 for _ in module.parameters()) for module in roots)
+        parameters = [p for module in roots for p in module.parameters()]
+        trainable = sum(p.requires_grad for p in parameters)
+        state = (f", frozen whole ({len(parameters)} tensors)" if not trainable else
+                 f" ({trainable} of {len(parameters)} tensors marked trainable, none held by an optimizer)")
         guard.say(f"mmfreeze guard: rank {rank} of {world_size} stepped no optimizer; "
-                  f"{', '.join(sorted({type(module).__name__ for module in roots}))} ran here, frozen whole "
-                  f"({tensors} tensors): this rank trained nothing")
+                  f"{', '.join(sorted({type(module).__name__ for module in roots}))} ran here{state}: "
+                  "this rank trained nothing")
 
 
 def arm_step_zero(guard: GuardSource) -> ArmedGuard:
@@ -144,7 +142,7 @@ def _check(armed: ArmedGuard, optimizer: Any) -> None:
     model = _model_of(roots, held, guard)
     verified = verify_frozen_set(model, guard.recipe, optimizer=optimizer, gradients=guard.gradients,
                                  stage=guard.stage)
-    _check_untrained(roots, inside={id(p) for p in model.parameters()}, held=held, guard=guard)
+    _check_untrained(roots, model, held, guard)
     guard.say(
         f"mmfreeze guard: rank {verified.rank or 0} of {verified.world_size}: {verified.recipe} matches its snapshot "
         f"({verified.trainable_tensors} trainable, {verified.frozen_tensors} frozen tensors"
@@ -170,16 +168,15 @@ def _model_of(roots: list[Any], held: set[int], guard: StepZeroGuard) -> Any:
     return min(holders, key=lambda module: sum(1 for _ in module.parameters()))
 
 
-def _check_untrained(roots: list[Any], *, inside: set[int], held: set[int], guard: StepZeroGuard) -> None:
-    """A module that ran beside the model (a teacher), with parameters neither the model nor an
-    optimizer holds, must be frozen whole."""
+def _check_untrained(roots: list[Any], model: Any, held: set[int], guard: StepZeroGuard) -> None:
+    """A module that ran beside the model (a teacher) with parameters no optimizer holds must be frozen whole."""
+    inside = {id(p) for p in model.parameters()}
     for module in roots:
         own = [(name, p) for name, p in module.named_parameters() if id(p) not in inside and id(p) not in held]
         trainable = [name for name, p in own if p.requires_grad]
         if own and len(own) == sum(1 for _ in module.parameters()) and trainable:
             raise FrozenSetMismatchError(
-                f"{type(module).__name__} ran {'beside the model' if inside else 'here'} and no optimizer holds its "
-                f"parameters, yet "
+                f"{type(module).__name__} ran beside the model and no optimizer holds its parameters, yet "
                 f"{len(trainable)} of them are trainable (first: {', '.join(trainable[:3])}): a distillation "
                 "teacher must be frozen whole", source=_label(guard))
 
