@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mmfreeze.exceptions import IntegrationError
+from mmfreeze.guard.locate import find_snapshot, read_snapshot
 from mmfreeze.nemo.activate import ACTIVATE_ENV, GUARD_ENV, PREFIX_ENV, RECIPE_ENV
 from mmfreeze.nemo.context import read_run_context
 from mmfreeze.nemo.installation import install
@@ -89,7 +90,8 @@ def _quoted(value: str) -> str:
 
 def check_launch(recipe: Path, *, guard: bool | None) -> None:
     """Everything that can be known before the command starts: the recipe's keys, a launch the guard
-    cannot reach, a recipe class it cannot guard, and the framework functions the recipe needs."""
+    cannot reach, a recipe class it cannot guard, the snapshot it compares with (present and
+    readable), and the framework functions the recipe needs."""
     context = read_run_context(recipe, guard=guard)
     document = read_yaml(recipe, shown=context.source)
     if context.guard:
@@ -113,6 +115,8 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
                                    key="recipe")
     if context.needs:
         install(recipe, guard=False).uninstall()  # every hook point it needs resolves, or nothing runs
+    if context.guard:
+        read_snapshot(find_snapshot(recipe, None), recipe=recipe)  # the guard's reference, before hours of setup
 
 
 def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:

@@ -16,6 +16,7 @@ _NEMO_AUTO_CLASSES = {
     "NeMoAutoModelForImageTextToText": "AutoModelForImageTextToText",
     "NeMoAutoModelForMultimodalLM": "AutoModelForMultimodalLM",
     "NeMoAutoModelForCausalLM": "AutoModelForCausalLM",
+    "NeMoAutoModelForSequenceClassification": "AutoModelForSequenceClassification",
 }
 # Where nemo-automodel 0.7.0 defines the classes, and its package's re-export of them.
 _NEMO_MODULES = ("nemo_automodel", "nemo_automodel._transformers.auto_model")
@@ -26,6 +27,7 @@ AUTO_CLASSES = (
     "AutoModelForMultimodalLM",
     "AutoModelForCausalLM",
     "AutoModelForSpeechSeq2Seq",
+    "AutoModelForSequenceClassification",
 )
 
 

@@ -95,7 +95,8 @@ def test_sigterm_and_sigint_reach_the_command_and_its_exit_code_is_returned(
              "signal.signal(signal.SIGINT, lambda *_: sys.exit(43))\n"
              "print('ready', flush=True)\n"
              "time.sleep(60)\n")
-    launch = subprocess.Popen([*MMFREEZE, "train", "--", sys.executable, "-c", child, str(recipe)],
+    # --no-guard: this recipe has no snapshot, which a guarded launch asks for before it starts
+    launch = subprocess.Popen([*MMFREEZE, "train", "--no-guard", "--", sys.executable, "-c", child, str(recipe)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert launch.stdout.readline() == "ready\n"
     started = time.monotonic()
@@ -107,15 +108,30 @@ def test_sigterm_and_sigint_reach_the_command_and_its_exit_code_is_returned(
 
 def test_a_command_a_signal_ends_exits_128_plus_the_signal(recipe: Path) -> None:
     child = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
-    said = run([*MMFREEZE, "train", "--", sys.executable, "-c", child, str(recipe)], dict(os.environ))
+    said = run([*MMFREEZE, "train", "--no-guard", "--", sys.executable, "-c", child, str(recipe)], dict(os.environ))
     assert said.returncode == 128 + signal.SIGKILL
 
 
-def test_the_job_script_line_arms_a_launch_mmfreeze_does_not_start(recipe: Path) -> None:
-    line = run([*MMFREEZE, "train", "--env", str(recipe)], dict(os.environ))
+@pytest.fixture
+def snapshotted_recipe(tmp_path: Path) -> Path:
+    """A recipe in a team repository, with the snapshot a guarded launch asks for before it starts."""
+    import torch
+
+    from tests.guard.helpers import write_snapshot
+
+    root = tmp_path / "team"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    write_snapshot(torch.nn.Linear(2, 2), {}, root, "recipes/recipe.yaml")
+    return root / "recipes" / "recipe.yaml"
+
+
+def test_the_job_script_line_arms_a_launch_mmfreeze_does_not_start(snapshotted_recipe: Path) -> None:
+    recipe = snapshotted_recipe
+    line = run([*MMFREEZE, "train", "--env", str(recipe)], dict(os.environ), cwd=recipe.parents[1])
     assert line.returncode == 0 and line.stdout.startswith("export PYTHONPATH="), line.stderr
     said = run(["bash", "-c", f"{line.stdout.strip()} && {sys.executable} -c \"{REPORT_MODULES}\""],
                {**os.environ, "PYTHONPATH": ""})
     assert said.stdout.strip() == "['mmfreeze']", said.stdout + said.stderr
-    refused = run([*MMFREEZE, "train", "--env", str(recipe), "automodel"], dict(os.environ))
+    refused = run([*MMFREEZE, "train", "--env", str(recipe), "automodel"], dict(os.environ), cwd=recipe.parents[1])
     assert refused.returncode == ExitCode.USAGE

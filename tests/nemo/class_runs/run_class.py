@@ -66,7 +66,7 @@ def run(recipe_path: str, *, unfreeze: str | None) -> dict[str, Any]:
     from nemo_automodel.components.config.loader import load_yaml_config
 
     torch.set_num_threads(1)
-    result: dict[str, Any] = {"recipe": recipe_path, "class": None, "finished": False, "error": None,
+    result: dict[str, Any] = {"recipe": recipe_path, "class": None, "unfreeze": unfreeze, "finished": False, "error": None,
                               "traceback": None, "cuda_substitutions": [], "substitutions": []}
     try:
         cfg = load_yaml_config(recipe_path)
