@@ -33,10 +33,21 @@ CONFIG_FLAGS = ("-c", "--config", "--config-path")
 RECIPE_SUFFIXES = (".yaml", ".yml")
 REMOTE_LAUNCHERS = ("skypilot", "nemo_run")
 """Recipe sections that make the framework's command line launch elsewhere, without this environment."""
+RETRIEVAL = ("the retrieval recipes train the framework's encoder wrapper (NeMoAutoModelBiEncoder, NeMoAutoModelCrossEncoder, "
+             "RetrieverStudentWithProjection), which it builds only from a checkpoint and whose parameter names (no "
+             "lm_head; `student.`, `projection.`) no model mmfreeze builds has, so no snapshot describes what it trains")
+SPECULATIVE = ("the speculative-decoding recipes train a draft model the recipe class builds itself (`draft_model.*`, not "
+               "a transformers Auto class) beside a target it freezes whole; the recipe's `model:` names the target, so "
+               "its snapshot describes a model the run does not train")
 UNGUARDED_RECIPES = {
     "TrainDiffusionRecipe": "the diffusion recipe never reads freeze_config, so its snapshot describes nothing it trains",
+    **dict.fromkeys(("TrainBiEncoderRecipe", "TrainCrossEncoderRecipe", "EmbeddingDistillRecipe"), RETRIEVAL),
+    **dict.fromkeys(("TrainEagle1Recipe", "TrainEagle2Recipe", "TrainEagle3Recipe", "TrainDFlashRecipe",
+                     "TrainDFlash2Recipe", "TrainDSparkRecipe", "TrainDominoRecipe", "TrainJetSpecRecipe",
+                     "TrainVispecRecipe", "TrainVispecStage1Recipe"), SPECULATIVE),
 }
-"""A recipe class (``recipe:``, short or dotted) -> why a run of it cannot be guarded (refused at launch).
+"""A recipe class (``recipe:``, short or dotted) -> why a run of it cannot be guarded (refused at launch;
+each was trained on a CPU without the guard, and its snapshot could not describe what it trains).
 The diffusion-LLM recipes (``recipes/dllm``) read freeze_config and build their optimizer as LLM
 fine-tuning does: they are guarded."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM)

@@ -374,14 +374,15 @@ def recipe_class(cfg) -> type:
 
 
 @contextlib.contextmanager
-def no_tokenizer_check(log: list[dict[str, Any]]) -> Iterator[None]:
+def no_tokenizer_check(log: list[dict[str, Any]] | None = None) -> Iterator[None]:
     """Distillation's ``_verify_tokenizer_compatibility`` loads the student's and the teacher's
     tokenizers by name (they download). A no-op here, logged: the tiny student and teacher are
     built from one config, so they share one vocabulary."""
     from nemo_automodel.recipes.vlm import kd
 
     saved = kd._verify_tokenizer_compatibility
-    kd._verify_tokenizer_compatibility = lambda *args, **kwargs: log.append({"call": "_verify_tokenizer_compatibility"})
+    calls = [] if log is None else log
+    kd._verify_tokenizer_compatibility = lambda *args, **kwargs: calls.append({"call": "_verify_tokenizer_compatibility"})
     try:
         yield
     finally:
