@@ -88,7 +88,7 @@ def _names_section(
 def _local_lines(local: LocalCheck, group_of: GroupOf, numel_of: Mapping[str, int]) -> Iterator[str]:
     difference = local.difference
     sections = (
-        ("newly frozen (frozen here, trainable in the snapshot)", difference.newly_frozen),
+        ("newly frozen (frozen here, not frozen in the snapshot)", difference.newly_frozen),
         ("newly trainable (frozen in the snapshot, trainable here)", difference.newly_trainable),
         ("frozen in the snapshot, missing from the model", difference.missing),
     )

@@ -57,7 +57,7 @@ def test_a_frozen_language_model_is_reported_under_the_snapshot_reports_groups(f
     expected: dict[str, list[str]] = {}
     for name in newly_frozen:
         expected.setdefault(group_of(name), []).append(name)
-    shown = sections(str(caught.value))["newly frozen (frozen here, trainable in the snapshot)"]
+    shown = sections(str(caught.value))["newly frozen (frozen here, not frozen in the snapshot)"]
     assert len(newly_frozen) == 339 and shown.keys() == expected.keys()
     for label, names in expected.items():
         more = [f"... and {len(names) - NAMES_SHOWN:,} more"] if len(names) > NAMES_SHOWN else []
