@@ -6,9 +6,11 @@ ranks training different sets. Each rank first compares its own view with the sn
 the shared reference, so no rank needs another's parameters. To name the ranks that disagree,
 each rank then posts its verdict to the default process group's store (the TCPStore or FileStore
 that ``init_process_group`` met through) and waits, for at most ``timeout_s``, until all its peers
-have. The peers are the ranks that train the same model: those of the device meshes its DTensor
-parameters live on (:func:`current_ranks`), every rank of the job when it has none. Ranks that train
-nothing (a distillation teacher on its own mesh) never step an optimizer, so they are not waited for.
+have. The peers are the ranks that train the same model (:func:`current_ranks`): those of the device
+meshes its DTensor parameters live on (FSDP2, tensor parallelism), or of the process group of a
+wrapper that keeps one (DDP); a model with neither is this rank's alone (the framework does not
+shard a model on a one-rank mesh). Ranks that train nothing (a distillation teacher on its own mesh)
+never step an optimizer, so they are not waited for.
 
 - no collective runs: store calls are requests to the store server, and the one wait has its own
   deadline, so a rank that crashed, hangs or never calls the guard becomes an error naming it
@@ -91,18 +93,23 @@ def current_ranks(model: Any = None, *, whole_job: bool = False) -> RankContext 
     if not (dist.is_available() and dist.is_initialized()):
         return None
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    meshes = set() if whole_job or model is None else _mesh_ranks(model)
-    peers = tuple(sorted(meshes | {rank})) if meshes else tuple(range(world_size))
-    return RankContext(rank=rank, world_size=world_size, peers=peers)
+    peers = set(range(world_size)) if whole_job or model is None else _model_ranks(model, dist)
+    return RankContext(rank=rank, world_size=world_size, peers=tuple(sorted(peers | {rank})))
 
 
-def _mesh_ranks(model: Any) -> set[int]:
-    """The global ranks of the device meshes ``model``'s DTensor parameters live on (public
-    ``DTensor.device_mesh.mesh``: a tensor of global ranks)."""
+def _model_ranks(model: Any, dist: Any) -> set[int]:
+    """The global ranks that hold ``model``: its DTensor parameters' device meshes (public
+    ``DTensor.device_mesh.mesh``, a tensor of global ranks), else the process group of a wrapper
+    that keeps one (``DistributedDataParallel.process_group``), else none but this one."""
     from torch.distributed.tensor import DTensor
 
     meshes = {id(p.device_mesh): p.device_mesh for p in model.parameters() if isinstance(p, DTensor)}
-    return {int(rank) for mesh in meshes.values() for rank in mesh.mesh.flatten().tolist()}
+    if meshes:
+        return {int(rank) for mesh in meshes.values() for rank in mesh.mesh.flatten().tolist()}
+    group = getattr(model, "process_group", None)
+    if isinstance(group, dist.ProcessGroup):
+        return set(dist.get_process_group_ranks(group))
+    return set()
 
 
 def exchange_verdicts(

@@ -45,6 +45,7 @@ def verify_frozen_set(
 ) -> VerifiedFrozenSet:
     """Check that ``model`` trains exactly what the recipe's accepted snapshot says.
 
+    - ``model``: the model, or its ``DistributedDataParallel`` wrapper.
     - ``recipe``: the recipe file (or a parsed ``Recipe``). Its snapshot is the file
       `mmfreeze snapshot RECIPE` compares with from the working directory
       (``<snapshot folder>/<recipe path from the repository root>.frozen.txt``, the same from any
@@ -65,7 +66,7 @@ def verify_frozen_set(
     """
     context = current_ranks(model, whole_job=stage) if peer_timeout is not None else None
     try:
-        live, local = _check_locally(model, recipe, optimizer, snapshot, gradients, stage)
+        live, local = _check_locally(_unwrapped(model), recipe, optimizer, snapshot, gradients, stage)
     except MmfreezeError as error:
         _share(context, False, f"could not verify: {error}", peer_timeout, wait=False)
         raise
@@ -77,6 +78,14 @@ def verify_frozen_set(
     if not report.ok:
         raise _mismatch(report, live)
     return _verified(report, live)
+
+
+def _unwrapped(model: nn.Module) -> nn.Module:
+    """The model inside a ``DistributedDataParallel`` wrapper (its names carry no ``module.``; the
+    wrapper's process group still says which ranks train it)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    return model.module if isinstance(model, DistributedDataParallel) else model
 
 
 def _check_locally(

@@ -24,6 +24,7 @@ from tests.distributed.launch import join_process_group
 from tests.distributed.tiny_vlms import build_batch, build_tiny, resolved_modules
 from tests.guard.helpers import TINY_FREEZE
 from torch.distributed.device_mesh import DeviceMesh
+from torch.nn.parallel import DistributedDataParallel
 from torch.distributed.tensor import DTensor
 
 from mmfreeze import verify_frozen_set
@@ -51,12 +52,18 @@ class GuardScenario:
     trained_on: tuple[int, ...] | None = None
     """The model is sharded over a mesh of these ranks only; the others train nothing (a
     distillation teacher's ranks) and never call the guard. ``None``: every rank."""
+    wrap: str = "fsdp2"
+    """``fsdp2`` (sharded as the multimodal policy plans), ``ddp`` (DistributedDataParallel over
+    every rank) or ``none`` (each rank its own unsharded model, as on a one-rank mesh)."""
 
 
 GUARD_SCENARIOS = {
     "faithful": GuardScenario(),
     # Rank 1 never calls the guard, yet rank 0 must not wait for it: it does not train this model.
     "trained_on_rank_0_only": GuardScenario(trained_on=(0,), peer_timeout=30.0),
+    "ddp_one_rank_unfreezes": GuardScenario(wrap="ddp", unfreeze_on_rank=1),
+    # Each rank's own model: nothing says another rank trains it, so no rank waits for another.
+    "unsharded_alone": GuardScenario(wrap="none", skip_guard_on_rank=1),
     "one_rank_unfreezes": GuardScenario(unfreeze_on_rank=1),
     # Last in a run: the skipping rank's round counter stays behind the other's.
     "one_rank_skips_the_guard": GuardScenario(skip_guard_on_rank=1, peer_timeout=3.0),
@@ -73,14 +80,22 @@ def sharded_model(mesh) -> torch.nn.Module:
     return apply_multimodal_fsdp(model, plan, mesh)
 
 
+def wrapped_model(wrap: str, mesh) -> torch.nn.Module:
+    if wrap == "fsdp2":
+        return sharded_model(mesh)
+    model = build_tiny("llava")
+    apply_freeze_config(model, TINY_FREEZE)
+    return DistributedDataParallel(model) if wrap == "ddp" else model
+
+
 def run_scenario(scenario: GuardScenario, rank: int, mesh) -> dict:
     if scenario.trained_on is not None:
         mesh = DeviceMesh("cpu", list(scenario.trained_on), mesh_dim_names=("dp",))  # every rank joins its groups
         if rank not in scenario.trained_on:
             return {"trains_nothing": True}
-    model = sharded_model(mesh)
+    model = wrapped_model(scenario.wrap, mesh)
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
-    tampered = dict(model.named_parameters())[TAMPERED]
+    tampered = dict((model.module if scenario.wrap == "ddp" else model).named_parameters())[TAMPERED]
     if rank == scenario.unfreeze_on_rank:
         tampered.requires_grad_(True)
     if rank == scenario.skip_guard_on_rank:

@@ -74,6 +74,25 @@ def test_ranks_that_do_not_train_the_model_are_not_waited_for(guard_runs):
 
 
 @pytest.mark.timeout(200)
+def test_under_ddp_the_wrapped_models_names_are_checked_and_both_ranks_stop_naming_the_one_that_differs(guard_runs):
+    """The wrapper's ``module.`` is not part of the snapshot's names; its process group says which ranks train."""
+    rank0, rank1 = (outcome(guard_runs, "ddp_one_rank_unfreezes", rank) for rank in range(2))
+    assert rank0["error_type"] == rank1["error_type"] == "FrozenSetMismatchError", (rank0, rank1)
+    assert f"      {TAMPERED}\n" in rank1["error"] and "module." not in rank1["error"]
+    assert (f"  ranks that disagree: 1\n    rank 1: 1 newly trainable (e.g. {TAMPERED}); "
+            "optimizer: 1 trainable missed\n") in rank0["error"]
+
+
+@pytest.mark.timeout(200)
+def test_a_model_no_mesh_or_wrapper_shares_is_checked_on_its_rank_alone(guard_runs):
+    """On a one-rank mesh the framework does not shard: rank 1 never reaches the guard (a
+    distillation teacher), and rank 0 does not wait for it."""
+    rank0 = outcome(guard_runs, "unsharded_alone", 0)
+    assert "error" not in rank0, rank0.get("traceback")
+    assert rank0["verified"]["ranks_compared"] is False and rank0["seconds"] < 20
+
+
+@pytest.mark.timeout(200)
 def test_one_rank_with_different_freezing_fails_both_ranks_naming_it(guard_runs):
     """Rank 1 sets one frozen tower weight (a DTensor) trainable after sharding: rank 1's error names
     the weight, its module and itself; rank 0's says rank 0 agrees and rank 1 does not."""
