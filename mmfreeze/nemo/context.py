@@ -60,8 +60,12 @@ def read_run_context(recipe: Path | None, *, guard: bool | None = None) -> RunCo
     """The context of a run of ``recipe``; ``guard`` (when not ``None``) wins over the recipe's key."""
     if recipe is None:
         return RunContext(guard=guard is not False)
+    return run_context(recipe, read_yaml(recipe, shown=display_path(recipe)), guard=guard)
+
+
+def run_context(recipe: Path, document: Any, *, guard: bool | None = None) -> RunContext:
+    """The context of a run of ``recipe``, whose YAML ``document`` the caller has read."""
     shown = display_path(recipe)
-    document = read_yaml(recipe, shown=shown)
     if not isinstance(document, Mapping):
         raise IntegrationError("a recipe is a YAML mapping at the top level", source=shown)
     return RunContext(

@@ -24,9 +24,9 @@ from pathlib import Path
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.guard.locate import find_snapshot, read_snapshot
 from mmfreeze.nemo.activate import ACTIVATE_ENV, GUARD_ENV, PREFIX_ENV, RECIPE_ENV
-from mmfreeze.nemo.context import read_run_context
+from mmfreeze.nemo.context import run_context
 from mmfreeze.nemo.installation import install
-from mmfreeze.recipes.recipe import read_yaml
+from mmfreeze.recipes.recipe import display_path, read_yaml
 
 ACTIVATION_DIR = Path(__file__).resolve().parent / "activation"
 CONFIG_FLAGS = ("-c", "--config", "--config-path")
@@ -103,8 +103,8 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
     """Everything that can be known before the command starts: the recipe's keys, a launch the guard
     cannot reach, a recipe class it cannot guard, the snapshot it compares with (present and
     readable), and the framework functions the recipe needs."""
-    context = read_run_context(recipe, guard=guard)
-    document = read_yaml(recipe, shown=context.source)
+    document = read_yaml(recipe, shown=display_path(recipe))
+    context = run_context(recipe, document, guard=guard)
     if context.guard:
         for section in REMOTE_LAUNCHERS:
             if section in document:
