@@ -120,13 +120,14 @@ def _refuse_unsharded(sizes: Any, additions: Additions, context: RunContext) -> 
         _refuse(additions, "this run has a single device: nothing is sharded, so they would do nothing", context)
     if mesh == 1:
         _refuse(additions, "this model's mesh has one rank (its dp_size, tp_size, pp_size and cp_size are all 1): "
-                "the framework does not shard it, so they would do nothing", context)
+                "the framework does not shard it, so they would do nothing", context,
+                instead="give this model's mesh several ranks (dp_size 2 or more)")
 
 
-def _refuse(additions: Additions, why: str, context: RunContext) -> None:
+def _refuse(additions: Additions, why: str, context: RunContext, *,
+            instead: str = "train with `strategy: fsdp2` without the MoE parallelizer on several devices") -> None:
     raise IntegrationError(
-        f"{', '.join(additions.keys)} act where FSDP2 shards the model ({why}); remove them for this run, "
-        f"or train with `strategy: fsdp2` without the MoE parallelizer on several devices",
+        f"{', '.join(additions.keys)} act where FSDP2 shards the model ({why}); remove them for this run, or {instead}",
         source=context.source, key=CONFIG_KEY)
 
 
