@@ -40,7 +40,7 @@ NOT_TRAINING = {"MineHardNegativesRecipe": "mines hard negatives with a frozen e
                 "PeagleRecipeMixin": "a mixin of the speculative-decoding recipes, not a recipe"}
 GUARD_MARK = "mmfreeze guard:"
 SHOWN_ON_RANKS = {"FinetuneRecipeForVLM": "2 ranks, FSDP2 (test_training_runs.py)",
-                  "KnowledgeDistillationRecipeForVLM": "3 ranks, separate meshes (test_training_runs.py)"}
+                  "KnowledgeDistillationRecipeForVLM": "2 and 3 ranks, separate meshes (test_training_runs.py)"}
 
 
 @dataclass(frozen=True)

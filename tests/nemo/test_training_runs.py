@@ -11,9 +11,10 @@ nothing else (``train_worker.py``).
 
 Issue #41: the same tiny LLaVA distilled by ``KnowledgeDistillationRecipeForVLM`` on separate
 meshes (``recipes/tiny_llava_kd_legacy.yaml``): ranks 0-1 train the student, rank 2 serves the
-teacher and never steps an optimizer. Three ranks, because the framework does not shard a model on
-a one-rank mesh, where the student's per-modality sharding acts (that case is refused when the
-section is parsed: ``tests/nemo/test_distributed_hook.py``).
+teacher and never steps an optimizer. Three ranks show the student's additions applied, because
+the framework does not shard a model on a one-rank mesh, where the student's per-modality sharding
+acts (that case is refused when the section is parsed: ``tests/nemo/test_distributed_hook.py``);
+two ranks, one per mesh and without additions, show a mismatch stopping the run.
 """
 
 from __future__ import annotations
