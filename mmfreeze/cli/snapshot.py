@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -123,7 +128,9 @@ def snapshot(
         )
         if recipes and run.loading.frozen_sets.is_empty():
             start_workers(workers)  # a first run builds every model: import torch while pytest starts
-        result = _run(collect, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
+        with _sigint_noted() as sigint:
+            result = _run(collect, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
+        result.interrupted = result.interrupted or sigint.is_set()
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
@@ -196,6 +203,27 @@ def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
         if outcome.change is not None
         for header in outcome.change.header_changes if header.field == "transformers"
     )
+
+
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[threading.Event]:
+    """SIGINT raises KeyboardInterrupt as usual, and is also noted: Python drops an exception raised
+    while a finalizer runs ("Exception ignored in ..."), and a Ctrl-C lost there must still end the
+    run as interrupted, never as a finished check."""
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield noted  # only the main thread may set a handler, and only it gets signals
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        noted.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run(paths: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, total: int, show: bool) -> SnapshotRunResult:

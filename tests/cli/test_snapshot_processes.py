@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -147,3 +148,25 @@ def test_sigint_of_a_cold_check_stops_the_workers_and_exits_130_without_a_report
     assert re.search(rf"^interrupted: \d of {len(RECIPES)} recipes checked, no report$", stderr, re.MULTILINE), stderr
     assert stdout == ""
     assert alive_after(tree, GONE_WITHIN) == []
+
+
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_marks_the_run_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KeyboardInterrupt of a SIGINT that lands while a finalizer runs goes to
+    ``sys.unraisablehook`` and no further ("Exception ignored in"); the run must still end as
+    interrupted (exit 130), never as a finished check (a cold check under load once exited 4 with
+    every recipe reported)."""
+    from mmfreeze.cli.snapshot import _sigint_noted
+
+    dropped: list[type[BaseException]] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(unraisable.exc_type))
+
+    class SlowFinalizer:
+        def __del__(self) -> None:
+            time.sleep(0.5)  # the signal arrives here
+
+    with _sigint_noted() as noted:
+        doomed = SlowFinalizer()
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+        del doomed
+    assert dropped == [KeyboardInterrupt], "Python dropped it: the note is all that is left"
+    assert noted.is_set()
