@@ -32,12 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
 from tests.distributed.launch import free_port  # noqa: E402
-from tests.nemo.train_worker import cpu_substitutions  # noqa: E402
-
-
-def recipe_class(cfg: Any) -> type:
-    module, _, name = str(cfg.get("recipe")).rpartition(".")
-    return getattr(importlib.import_module(module), name)
+from tests.nemo.train_worker import cpu_substitutions, recipe_class  # noqa: E402
 
 
 def substitutions(cfg: Any) -> list[Any]:
