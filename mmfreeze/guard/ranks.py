@@ -93,14 +93,15 @@ def current_ranks(model: Any = None, *, whole_job: bool = False) -> RankContext 
     if not (dist.is_available() and dist.is_initialized()):
         return None
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    peers = set(range(world_size)) if whole_job or model is None else _model_ranks(model, dist)
+    peers = set(range(world_size)) if whole_job or model is None else _model_ranks(model)
     return RankContext(rank=rank, world_size=world_size, peers=tuple(sorted(peers | {rank})))
 
 
-def _model_ranks(model: Any, dist: Any) -> set[int]:
+def _model_ranks(model: Any) -> set[int]:
     """The global ranks that hold ``model``: its DTensor parameters' device meshes (public
     ``DTensor.device_mesh.mesh``, a tensor of global ranks), else the process group of a wrapper
     that keeps one (``DistributedDataParallel.process_group``), else none but this one."""
+    import torch.distributed as dist
     from torch.distributed.tensor import DTensor
 
     meshes = {id(p.device_mesh): p.device_mesh for p in model.parameters() if isinstance(p, DTensor)}

@@ -182,9 +182,10 @@ def _check_untrained(roots: list[Any], model: Any, held: set[int], guard: StepZe
 
 
 def _rank() -> tuple[int, int]:
-    """This process's rank and world size: the process group's, else torchrun's environment."""
-    import torch.distributed as dist
+    """This process's rank and world size: the process group's, else (after it was destroyed, at
+    exit) torchrun's environment."""
+    from mmfreeze.guard.ranks import current_ranks
 
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
+    if (context := current_ranks()) is not None:
+        return context.rank, context.world_size
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
