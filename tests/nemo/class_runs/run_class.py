@@ -9,8 +9,9 @@ class, and runs ``setup()`` and ``run_train_validation_loop()`` as the framework
 under :func:`tests.nemo.train_worker.cpu_substitutions` (the ``torch.cuda`` calls the framework makes
 without checking for a GPU) and the context managers the recipe lists under
 ``class_run: {substitutions: [dotted.path]}`` (a top-level key the framework ignores), each of which
-says in its docstring what it replaces and why. ``--unfreeze PARAMETER`` sets one frozen parameter of the trained model trainable after
-``setup()``: a model changed after setup, which the guard must stop before the first step.
+says in its docstring what it replaces and why. ``--unfreeze PARAMETER`` sets one frozen parameter
+of the trained model trainable after ``setup()``: a model changed after setup, which the guard must
+stop before the first step.
 
 OUT.json records the class, whether the run finished, the error if any, and every substitution
 made; the guard's own line goes to stderr (the test reads it there).
@@ -41,12 +42,6 @@ def substitutions(cfg: Any) -> list[Any]:
     return [getattr(importlib.import_module(module), name) for module, _, name in map(lambda n: n.rpartition("."), names)]
 
 
-def trained_model(recipe: Any) -> Any:
-    """The model the recipe's optimizer trains (its first part)."""
-    parts = getattr(recipe, "model_parts", None)
-    return parts[0] if parts else recipe.model
-
-
 @contextlib.contextmanager
 def single_process() -> Iterator[None]:
     """Rank 0 of a world of 1, as torchrun would set it."""
@@ -74,7 +69,7 @@ def run(recipe_path: str, *, unfreeze: str | None) -> dict[str, Any]:
             recipe = cls(cfg)
             recipe.setup()
             if unfreeze is not None:
-                dict(trained_model(recipe).named_parameters())[unfreeze].requires_grad_(True)
+                dict(recipe.model_parts[0].named_parameters())[unfreeze].requires_grad_(True)  # the trained model
             recipe.run_train_validation_loop()
         result["finished"] = True
     except Exception as error:  # recorded for the test, which asserts on it
