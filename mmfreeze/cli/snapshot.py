@@ -30,11 +30,10 @@ from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.models.batch import BuildTick, start_workers
+from mmfreeze.snapshots.check import Mode, SnapshotRun, run_check
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, acceptance_advice, render_markdown
-from mmfreeze.snapshots.results import SnapshotRunResult, unchecked_outcome
-from mmfreeze.snapshots.plugin import SnapshotRun, report_key
-from mmfreeze.snapshots.run import Mode, run_snapshots
+from mmfreeze.snapshots.results import SnapshotRunResult
 from mmfreeze.versions import snapshot_release_warning
 
 EPILOG = (
@@ -120,16 +119,15 @@ def snapshot(
         require_recipes_in_each(paths, discovery)
         for path in paths:
             recipe_key(path, settings.root)
-        collect = collection_paths(paths, settings.root)
         run = SnapshotRun.from_settings(
             settings, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
             documents=finder.documents, cache_dir=cache_directory(cache_dir, no_cache),
-            allow_network=allow_network, workers=workers, accept_release=mode == "accept-release",
+            allow_network=allow_network, workers=workers,
         )
         if recipes and run.loading.frozen_sets.is_empty():
-            start_workers(workers)  # a first run builds every model: import torch while pytest starts
+            start_workers(workers)  # a first run builds every model: import torch while the recipes are read
         with _sigint_noted() as sigint:
-            result = _run(collect, mode, run, total=len(recipes), show=not quiet and (progress or not in_ci()))
+            result = _run(recipes, mode, run, show=not quiet and (progress or not in_ci()))
         result.interrupted = result.interrupted or sigint.is_set()
     except MmfreezeError as error:
         report_error(error)
@@ -140,7 +138,6 @@ def snapshot(
     if result.interrupted:
         err.print(f"interrupted: {len(result.outcomes)} of {len(recipes)} recipes checked, no report", markup=False)
         raise SystemExit(ExitCode.INTERRUPTED)
-    account_for_every_recipe(result, recipes, run)
     for message in [*result.warnings, snapshot_release_warning(_releases_made_with(result))]:
         if message is not None:
             warn(message)
@@ -151,49 +148,6 @@ def snapshot(
     if result.missing_configs:
         report_missing_configs(result.missing_configs, settings, paths)
     raise SystemExit(exit_code_for(result))
-
-
-def account_for_every_recipe(result: SnapshotRunResult, recipes: tuple[Path, ...], run: SnapshotRun) -> None:
-    """Exit 0 means every recipe under PATHS was checked: one the session reported nothing on (it
-    never collected or ran it) becomes an input error naming it, whatever the session's status."""
-    keys = {report_key(path, run.root): path for path in recipes}
-    for key in result.unreported(keys):
-        result.outcomes.append(unchecked_outcome(key, run.snapshot_name(key), _why_unread(keys[key], run)))
-
-
-def _why_unread(path: Path, run: SnapshotRun) -> str | None:
-    """Why a recipe the session never collected may have escaped it: it cannot be read (a link loop)."""
-    try:
-        run.loading.documents.read(path)
-    except MmfreezeError as error:
-        return error.message
-    return None if path.is_file() else "not a regular file"
-
-
-PYTEST_SELECTORS = ("::", "[", "]")
-"""What pytest reads in a command-line argument as a test id or a parametrization, not a path."""
-
-
-def collection_paths(paths: tuple[Path, ...], root: Path) -> tuple[Path, ...]:
-    """What the pytest session is handed to collect the recipes under ``paths`` from.
-
-    pytest reads ``::`` and ``[...]`` in an argument as a node id, so a PATH whose absolute path
-    holds one is handed over as its nearest folder inside ``root`` whose path holds none. Which
-    recipes are checked is still decided by PATHS themselves (:attr:`SnapshotRun.recipe_roots`),
-    and orphans are looked for in their mirrors only (:meth:`SnapshotRun.orphan_scopes`)."""
-    handed: dict[Path, None] = {}
-    for path in paths:
-        folder = path.absolute()
-        while any(selector in str(folder) for selector in PYTEST_SELECTORS):
-            if folder == root.absolute() or not folder.is_relative_to(root.absolute()):
-                raise MmfreezeError(
-                    f"the repository root {root} has {' or '.join(repr(s) for s in PYTEST_SELECTORS)} in its path, "
-                    "which pytest reads as a test id; check the recipes from a checkout whose path has none",
-                    source=str(path),
-                )
-            folder = folder.parent
-        handed[folder if folder != path.absolute() else path] = None
-    return tuple(handed)
 
 
 def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
@@ -226,9 +180,9 @@ def _sigint_noted() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _run(paths: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, total: int, show: bool) -> SnapshotRunResult:
+def _run(recipes: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, show: bool) -> SnapshotRunResult:
     with Progress(console=err, transient=True, disable=not show) as progress:
-        task = progress.add_task("checking snapshots", total=total)
+        task = progress.add_task("checking snapshots", total=len(recipes))
 
         def built(tick: BuildTick) -> None:
             # One line per distinct model: a cold run spends most of its time here, before any check.
@@ -237,8 +191,8 @@ def _run(paths: tuple[Path, ...], mode: Mode, run: SnapshotRun, *, total: int, s
                 highlight=False,
             )
 
-        return run_snapshots(paths, mode, replace(run, on_build=built if show else None),
-                             on_progress=lambda done, _: progress.update(task, completed=done))
+        return run_check(recipes, mode, replace(run, on_build=built if show else None),
+                         on_progress=lambda done, _: progress.update(task, completed=done))
 
 
 def _report_text(result: SnapshotRunResult, report_format: str, *, whole: bool) -> str:

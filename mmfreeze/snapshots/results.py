@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,7 +47,7 @@ class Orphan:
 
 @dataclass(kw_only=True)
 class SnapshotRunResult:
-    """Filled in by the pytest plugin during one session."""
+    """Filled in by one run (:func:`mmfreeze.snapshots.check.run_check`)."""
 
     outcomes: list[RecipeOutcome] = field(default_factory=list)
     orphans: list[Orphan] = field(default_factory=list)
@@ -56,22 +55,14 @@ class SnapshotRunResult:
     """Problems that cost time but not correctness (a cache that could not be written)."""
     missing_configs: dict[str, list[str]] = field(default_factory=dict)
     """Model id -> the recipes (keys) whose model has a config nowhere: summarised once per run."""
-    delete_errors: dict[str, str] = field(default_factory=dict)
-    """Snapshot file -> why it could not be deleted, as the store reported it (:class:`Orphan`)."""
     interrupted: bool = False
-    """SIGINT stopped the session: the outcomes are not every recipe's."""
-
-    def unreported(self, recipes: Iterable[str]) -> list[str]:
-        """The recipes (keys) of ``recipes`` without an outcome: a run that was to check them must
-        report each one (:func:`unchecked_outcome`), never leave it out in silence."""
-        reported = {outcome.recipe for outcome in self.outcomes}
-        return [recipe for recipe in recipes if recipe not in reported]
+    """SIGINT stopped the run: the outcomes are not every recipe's."""
 
     def with_status(self, *statuses: Status) -> list[RecipeOutcome]:
         return [outcome for outcome in self.outcomes if outcome.status in statuses]
 
 
 def unchecked_outcome(recipe: str, snapshot: str, reason: str | None) -> RecipeOutcome:
-    """The input error of a recipe the run was to check and did not (``reason``: why, when known)."""
-    why = f": {reason}" if reason else " (the check session never ran it)"
+    """The input error of a recipe the run found and could not read as a file (``reason``: why, when known)."""
+    why = f": {reason}" if reason else ""
     return RecipeOutcome(recipe=recipe, snapshot=snapshot, status="input_error", message=f"{recipe}: was not checked{why}")

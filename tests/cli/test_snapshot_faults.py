@@ -256,15 +256,11 @@ def test_an_orphan_in_a_read_only_folder_is_kept_and_reported_with_the_reason(re
     assert "1 passed, 1 orphaned" in result.stderr and orphan.is_file()
 
 
-def test_pytest_is_handed_the_nearest_folder_without_selector_characters(tmp_path: Path) -> None:
-    """A path pytest would read as a node id is handed over as its nearest clean folder inside the
-    repository; a clean path as it is; a repository whose own path has `[` is an error naming the path."""
-    from mmfreeze.cli.snapshot import collection_paths
-    from mmfreeze.exceptions import MmfreezeError
-
-    root = tmp_path / "repo"
-    clean, odd = root / "recipes" / "a.yaml", root / "odd [dir]" / "sub" / "b::c.yaml"
-    assert collection_paths((clean, odd, root / "odd [dir]"), root) == (clean, root)
-    bracketed = tmp_path / "repo [copy]"
-    with pytest.raises(MmfreezeError, match=r"repo \[copy\]/a.yaml: the repository root .* has '::' or '\[' or '\]' in its path"):
-        collection_paths((bracketed / "a.yaml",), bracketed)
+def test_a_repository_whose_own_path_holds_selector_characters_is_checked(repo: Path, tmp_path: Path) -> None:
+    """The check is a plain call chain, not a pytest session: a checkout at `repo [copy]::x` (which
+    pytest would read as a node id) checks its recipes like any other (before: a usage error)."""
+    copy = tmp_path / "repo [copy]::x"
+    shutil.copytree(repo, copy, symlinks=True)
+    result = run(copy, "--check", "--report", "json", "recipes")
+    assert result.returncode == ExitCode.OK, said(result)
+    assert [(e["recipe"], e["status"]) for e in json.loads(result.stdout)["recipes"]] == [("recipes/a.yaml", "passed")]

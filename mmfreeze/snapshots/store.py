@@ -1,0 +1,73 @@
+"""The snapshot store: one UTF-8 text file per recipe, at the path :mod:`layout` gives.
+
+The files are those of syrupy's single-file text extension (read in text mode, so ``\\r\\n`` reads
+as ``\\n``; written as the text is). They are read and written here, not through syrupy: importing
+any part of syrupy imports pytest (``syrupy/__init__.py``), and a command that checks recipes has no
+test session. A snapshot is replaced atomically (:func:`mmfreeze.atomic.replace_file`: a reader, a
+full disk or a kill leaves the old file or the new one, never part of one), and a file that cannot
+be read, written or deleted is a :class:`~mmfreeze.exceptions.SnapshotError` naming it, never a
+missing snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from mmfreeze.atomic import replace_file
+from mmfreeze.exceptions import SnapshotError
+from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX
+
+
+def read_stored(path: Path) -> str | None:
+    """The stored text, or ``None`` when there is no file; a file that exists but cannot be read
+    is an error, not a missing snapshot."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as error:
+        raise SnapshotError(f"cannot read the snapshot: not UTF-8 text ({error.reason})", source=str(path)) from error
+    except OSError as error:
+        raise SnapshotError(f"cannot read the snapshot: {os_reason(error, str(path))}", source=str(path)) from error
+
+
+def write_stored(path: Path, text: str) -> None:
+    """Create the folder and replace the file atomically; a failed write (disk full, file size
+    limit, permissions, a read-only folder) raises :class:`SnapshotError`, and the old file stays."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, text.encode("utf-8"))
+    except OSError as error:
+        raise SnapshotError(f"cannot write the snapshot: {os_reason(error, str(path))}", source=str(path)) from error
+
+
+def delete_stored(path: Path, stop: Path) -> str | None:
+    """Delete an orphaned snapshot and the folders it leaves empty up to ``stop``; why it could
+    not be deleted (the system's words), else ``None``."""
+    try:
+        path.unlink()
+    except OSError as error:
+        return os_reason(error, str(path))
+    folder = path.parent
+    while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+    return None
+
+
+def snapshot_files(scopes: Iterable[Path]) -> list[Path]:
+    """Every snapshot file under ``scopes``, sorted."""
+    found = {path for scope in scopes if scope.is_dir() for path in scope.rglob("*" + SNAPSHOT_SUFFIX) if path.is_file()}
+    return sorted(found, key=str)
+
+
+def os_reason(error: OSError, path: str) -> str:
+    """Why an operation on ``path`` failed: the system's words, and the other file it concerned
+    (a folder that could not be created), never a temporary file's name."""
+    reason = error.strerror or str(error)
+    other = error.filename
+    if other is None or str(other) == str(path) or Path(str(other)).name.startswith(f".{Path(path).name}."):
+        return reason
+    return f"{reason}: {other}"
