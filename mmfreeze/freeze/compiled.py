@@ -130,6 +130,32 @@ def check_compiled(
                 source=source, key=key)
 
 
+def check_compiled_trains(compiled: FrozenSetResult, wanted: FrozenSetResult, *, target: CompileTarget, source: str) -> None:
+    """What the compiled sections train on this environment's class (``compiled``) against what the
+    source trains there (``wanted``), in every environment, whatever ``compiled_for`` names: a
+    :class:`CompiledSectionError` that says which way the compiled side moved, and the fix."""
+    trains_more = sorted(wanted.frozen - compiled.frozen)
+    freezes_more = sorted(compiled.frozen - wanted.frozen)
+    moved = [f"the compiled `freeze_config` {verb} {len(names)} tensors the source {other} (first {names[0]})"
+             for verb, names, other in (("trains", trains_more, "freezes"), ("freezes", freezes_more, "trains"))
+             if names]
+    key = "freeze_config"
+    if not moved and _rate_of(compiled) != _rate_of(wanted):
+        held, rates = _rate_of(compiled), _rate_of(wanted)
+        differ = sorted(name for name in held.keys() | rates.keys() if held.get(name) != rates.get(name))
+        moved, key = [f"the compiled patterns give {len(differ)} tensors another rate (first {differ[0]})"], \
+            "optimizer.param_group_overrides"
+    if moved:
+        raise CompiledSectionError(
+            f"out of step with its source under `{SECTION}:` on {target.describe()}: {'; '.join(moved)}. The stock "
+            f"framework trains the compiled section: run `{MIGRATE} {source}` to compile it again from the source (edit the "
+            f"source first if the compiled edit was meant)", source=source, key=key)
+
+
+def _rate_of(result: FrozenSetResult) -> dict[str, tuple[float, float]]:
+    return {name: rate for rate, names in result.rates.items() for name in names}
+
+
 def _plain(value: Any) -> Any:
     """YAML data without ruamel's types or float spellings (``10.0`` and ``10`` are one rate)."""
     if isinstance(value, Mapping):

@@ -37,11 +37,17 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: Comp
     `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
     their selectors are resolved on the trained model, with the recipe's overrides. A recipe with
     compiled sections must hold what its source compiles to on ``target`` (this run's release,
-    transformers and builder): :func:`mmfreeze.freeze.compiled.check_compiled`."""
+    transformers and builder): :func:`mmfreeze.freeze.compiled.check_compiled`; and, in every
+    environment, the compiled sections applied as the framework applies them must train what the
+    source does on ``structure`` (:func:`mmfreeze.freeze.compiled.check_compiled_trains`), so the
+    returned set is also the compiled section's."""
     result, grouping = _frozen_set(recipe, structure)
     if recipe.compiled is not None and target is not None:
-        from mmfreeze.freeze.compiled import check_compiled
+        from mmfreeze.freeze.compiled import check_compiled, check_compiled_trains
 
+        trained = _compiled_frozen_set(recipe, structure)
+        if trained is not None:  # in every environment: what the stock framework trains
+            check_compiled_trains(trained, result, target=target, source=recipe.display_path)
         expected = _compiled(recipe, structure, result, grouping, target)
         check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
     return result
@@ -64,10 +70,23 @@ def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
         return False
     try:
         source, _ = _frozen_set(recipe, structure)
-        compiled, _ = _frozen_set(replace(recipe, document=recipe.framework_document, compiled=None), structure)
-    except MmfreezeError:  # a path of the other tree that this one lacks: 0.7 rejects it
+    except MmfreezeError:
         return False
-    return (compiled.frozen, compiled.rates) == (source.frozen, source.rates)
+    compiled = _compiled_frozen_set(recipe, structure)
+    return compiled is not None and (compiled.frozen, compiled.rates) == (source.frozen, source.rates)
+
+
+def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult | None:
+    """What ``recipe``'s compiled sections train on ``structure``, read and applied as the framework
+    reads the file; ``None`` where a selector names a module of another model tree that
+    ``structure`` lacks (0.7's strict mode rejects it: the environment ``compiled_for`` names checks it)."""
+    from mmfreeze.exceptions import MmfreezeError
+
+    try:
+        compiled, _ = _frozen_set(replace(recipe, document=recipe.framework_document, compiled=None), structure)
+    except MmfreezeError:
+        return None
+    return compiled
 
 
 def _frozen_set(

@@ -1,0 +1,71 @@
+"""A hand edit of a migrated recipe's compiled section is caught in both README environments
+(issue 47): where the compiled section was made (`.ci/framework_env`: nemo-automodel 0.7.0, its
+transformers, its own classes) and where it was not (the test environment: transformers 5.25.0 and
+its classes). The compiled selectors are applied as 0.7 applies them, on the class this environment
+builds, and must train what the source does. The report names which way the compiled side moved
+and the one command that fixes it.
+
+`tests/snapshots/` holds no framework test otherwise: the mark makes `.ci/framework_env` run it too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mmfreeze.cli.exit_codes import ExitCode
+from tests.cli.test_snapshot_faults import SETTINGS, run, said
+from tests.conftest import EXAMPLE_CONFIGS
+
+pytestmark = pytest.mark.framework
+
+RECIPE = EXAMPLE_CONFIGS / "vlm_finetune" / "qwen2_5_vl" / "qwen2_5_vl_7b_cord_v2.yaml"
+COMPILED = "    - {path: model.visual}\n"
+"""The compiled selector in the file: the whole vision tower, merger included, frozen."""
+HAND_EDITED = "    - {path: model.visual.blocks}\n"
+"""The edit a new user tried: the merger and the patch embedding would train on the stock framework."""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "recipes").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(SETTINGS)
+    text = RECIPE.read_text()
+    assert text.count(COMPILED) == 1, "the bundled recipe's compiled section moved: update this test"
+    (root / "recipes" / "a.yaml").write_text(text)
+    update = run(root, "--update", "recipes")
+    assert update.returncode == ExitCode.OK, said(update)
+    return root
+
+
+def test_a_hand_edited_compiled_section_is_caught_here_naming_the_side_and_the_fix(repo: Path) -> None:
+    assert run(repo, "--check", "recipes").returncode == ExitCode.OK
+    recipe = repo / "recipes" / "a.yaml"
+    recipe.write_text(recipe.read_text().replace(COMPILED, HAND_EDITED))
+
+    result = run(repo, "--check", "--report", "json", "recipes")
+    assert result.returncode == ExitCode.INPUT_ERROR, said(result)
+    [outcome] = json.loads(result.stdout)["recipes"]
+    assert outcome["status"] == "input_error"
+    message = outcome["message"]
+    assert message.startswith("recipes/a.yaml: freeze_config: out of step with its source under `mmfreeze:`"), message
+    assert "the compiled `freeze_config` trains 6 tensors the source freezes (first model.visual.merger." in message
+    assert "run `mmfreeze migrate recipes/a.yaml` to compile it again from the source" in message
+
+
+def test_the_source_edited_without_migrating_is_caught_here(repo: Path) -> None:
+    recipe = repo / "recipes" / "a.yaml"
+    text = recipe.read_text()
+    source = "    vision: {tower: true, projector: true}\n"
+    assert text.count(source) == 1, "the bundled recipe's source moved: update this test"
+    recipe.write_text(text.replace(source, "    vision: {tower: true, projector: false}\n"))
+
+    result = run(repo, "--check", "--report", "json", "recipes")
+    assert result.returncode == ExitCode.INPUT_ERROR, said(result)
+    message = json.loads(result.stdout)["recipes"][0]["message"]
+    assert "the compiled `freeze_config` freezes 5 tensors the source trains (first model.visual.merger." in message
+    assert "run `mmfreeze migrate recipes/a.yaml`" in message
