@@ -148,8 +148,8 @@ def check_compiled_trains(compiled: FrozenSetResult, wanted: FrozenSetResult, *,
     if moved:
         raise CompiledSectionError(
             f"out of step with its source under `{SECTION}:` on {target.describe()}: {'; '.join(moved)}. The stock "
-            f"framework trains the compiled section: run `{MIGRATE} {source}` to compile it again from the source (edit the "
-            f"source first if the compiled edit was meant)", source=source, key=key)
+            f"framework trains the compiled section: run `{MIGRATE}` to compile it again from the source "
+            f"(`{MIGRATE} {source}`; edit the source first if the compiled edit was meant)", source=source, key=key)
 
 
 def _rate_of(result: FrozenSetResult) -> dict[str, tuple[float, float]]:

@@ -54,7 +54,7 @@ def test_a_hand_edited_compiled_section_is_caught_here_naming_the_side_and_the_f
     message = outcome["message"]
     assert message.startswith("recipes/a.yaml: freeze_config: out of step with its source under `mmfreeze:`"), message
     assert "the compiled `freeze_config` trains 6 tensors the source freezes (first model.visual.merger." in message
-    assert "run `mmfreeze migrate recipes/a.yaml` to compile it again from the source" in message
+    assert "run `mmfreeze migrate` to compile it again from the source (`mmfreeze migrate recipes/a.yaml`;" in message
 
 
 def test_the_source_edited_without_migrating_is_caught_here(repo: Path) -> None:
@@ -68,4 +68,4 @@ def test_the_source_edited_without_migrating_is_caught_here(repo: Path) -> None:
     assert result.returncode == ExitCode.INPUT_ERROR, said(result)
     message = json.loads(result.stdout)["recipes"][0]["message"]
     assert "the compiled `freeze_config` freezes 5 tensors the source trains (first model.visual.merger." in message
-    assert "run `mmfreeze migrate recipes/a.yaml`" in message
+    assert "(`mmfreeze migrate recipes/a.yaml`;" in message
