@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
-from mmfreeze.cli.options import allowed_targets, model_loading_options, recipe_finder, repository_settings, structure_cache
+from mmfreeze.cli.options import allowed_targets, model_loading_options, repository_settings, structure_cache
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.report import (
     REPORT_FORMATS,
@@ -28,6 +28,7 @@ from mmfreeze.models.framework import choose_builder
 from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.releases import framework_rules
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
@@ -56,7 +57,8 @@ def migrate(
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
                                  allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
                                  builder=choose_builder(settings.builder, settings.builder_fallback))
-        files = _recipes_and_sources(find_migratable(paths), recipe_finder(settings))
+        finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(roundtrip=True))
+        files = _recipes_and_sources(find_migratable(paths), finder)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE if "--disable" == error.key else ExitCode.INPUT_ERROR) from None
@@ -66,7 +68,7 @@ def migrate(
         with_configs = replace(request, configs_dir=settings.configs)  # the repository's model-config folder
         return load_structure(with_configs, cache, allow_network=allow_network).structure
 
-    results = plan_files(files, options, structure_of)
+    results = plan_files(files, options, structure_of, documents=finder.documents)
     if show_diff:
         for result in results:
             click.echo(result.diff(), nl=False)

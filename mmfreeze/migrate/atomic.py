@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import MigrationError
+from mmfreeze.regular_files import RECIPE_LIMIT, read_regular
 from mmfreeze.settings import find_root
 
 
@@ -37,5 +38,6 @@ def resolve_write_target(path: Path, root: Path | None, *, display: str) -> Path
 
 
 def read_text_exact(path: Path) -> str:
-    """The file's text with its line endings as they are (no universal-newline translation)."""
-    return path.read_bytes().decode("utf-8")
+    """The file's text with its line endings as they are (no universal-newline translation); a
+    regular file only, bounded (:func:`~mmfreeze.regular_files.read_regular`)."""
+    return read_regular(path, limit=RECIPE_LIMIT).decode("utf-8")

@@ -6,15 +6,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.migrate.atomic import read_text_exact, resolve_write_target, write_atomic
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
-from mmfreeze.migrate.yaml_file import StructureOf, migrate_yaml
+from mmfreeze.migrate.yaml_file import PlanModels, StructureOf, migrate_yaml
 from mmfreeze.models.framework import BuilderChoice, choose_builder
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import display_path
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
@@ -39,25 +40,34 @@ def find_migratable(paths: Iterable[Path]) -> list[Path]:
 
 def plan_files(
     files: Iterable[Path], options: MigrateOptions, structure_of: StructureOf,
-    progress: Callable[[Path], None] = lambda _: None,
+    progress: Callable[[Path], None] = lambda _: None, *, documents: YamlDocuments | None = None,
 ) -> list[FileResult]:
-    """Every file's migrated text and report; nothing is written. Models bound by Python call
-    sites are built once for the whole run."""
-    models = BoundModels(structure_of, options.allowed_targets, options.framework)
-    return [_plan_file(path, options, structure_of, models) for path in files if progress(path) is None]
+    """Every file's migrated text and report; nothing is written. ``documents``: the run's parsed
+    YAML, round-trip (the one that decided which files are recipes); each file is parsed once.
+    Models bound by Python call sites are built once for the whole run."""
+    documents = documents if documents is not None else YamlDocuments(roundtrip=True)
+    bound = BoundModels(structure_of, options.allowed_targets, options.framework)
+    models = PlanModels(structure_of=structure_of, allowed_targets=options.allowed_targets,
+                        framework=options.framework, builder=options.builder)
+    return [_plan_file(path, options, documents, models, bound) for path in files if progress(path) is None]
 
 
-def _plan_file(path: Path, options: MigrateOptions, structure_of: StructureOf, models: BoundModels) -> FileResult:
+def _plan_file(
+    path: Path, options: MigrateOptions, documents: YamlDocuments, models: PlanModels, bound: BoundModels,
+) -> FileResult:
     display = display_path(path)
-    try:
-        text = read_text_exact(path)
-    except (OSError, UnicodeDecodeError) as error:
-        return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
     if path.suffix in PYTHON_SUFFIXES:
-        return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=models)
-    return migrate_yaml(path, text, display=display, mode=options.mode, disabled=options.disabled,
-                        structure_of=structure_of, allowed_targets=options.allowed_targets, framework=options.framework,
-                        builder=options.builder)
+        try:
+            text = read_text_exact(path)
+        except (OSError, UnicodeDecodeError) as error:
+            return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
+        return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=bound)
+    try:
+        file = documents.file(path)
+    except RecipeError as error:
+        return FileResult(display=display, old_text="", new_text="", status="skipped", error=str(error))
+    return migrate_yaml(path, file, display=display, mode=options.mode, disabled=options.disabled, models=models,
+                        documents=documents)
 
 
 def write_changed(

@@ -1,6 +1,7 @@
-"""One YAML file: plan the section (needs the model), run the YAML rules on the text, prove the result.
+"""One YAML file: plan the section (needs the model), run the YAML rules on its one parse, prove the result.
 
-The proof: the rewritten text parses, and its data equals the old data with exactly the intended
+The file is parsed once (round-trip, by the run's :class:`~mmfreeze.recipes.documents.YamlDocuments`),
+and the rewritten text once more, to prove it: the rewritten text parses, and its data equals the old data with exactly the intended
 edits applied (new `freeze_config`, moved distributed keys). Anything else raises, so a file is
 either rewritten correctly or reported and left alone.
 """
@@ -12,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
@@ -35,17 +35,19 @@ from mmfreeze.migrate.rates import RatePlan, pattern_entries, plan_rate_rewrites
 from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004, MF005, MF006
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
-from mmfreeze.migrate.yaml.text import key_position, load_roundtrip
-from mmfreeze.models.framework import BuilderChoice, choose_builder
+from mmfreeze.migrate.yaml.registry import apply_yaml_rules
+from mmfreeze.migrate.yaml.text import key_position
+from mmfreeze.models.framework import BuilderChoice
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
 from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
 from mmfreeze.recipes.optimizer import OVERRIDES
 from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
-from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.recipes.recipe import load_recipe, parse_yaml_text
+from mmfreeze.recipes.roundtrip import YamlFile
+from mmfreeze.releases import FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
@@ -53,30 +55,28 @@ _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 
 
 def migrate_yaml(
-    path: Path, text: str, *, display: str, mode: Mode, disabled: Collection[str],
-    structure_of: StructureOf, allowed_targets: Mapping[str, str], framework: FrameworkRules = CURRENT_RULES,
-    builder: BuilderChoice | None = None,
+    path: Path, file: YamlFile, *, display: str, mode: Mode, disabled: Collection[str], models: PlanModels,
+    documents: YamlDocuments,
 ) -> FileResult:
-    """The migrated text of one YAML file and what it changes; errors become a skipped result."""
+    """The migrated text of one YAML file (``file``: its one parse, held by the run's ``documents``)
+    and what it changes; errors become a skipped result. The rewritten text is parsed once, to verify it."""
+    text, document = file.text, file.data
     try:
-        where = _section_line(text, display=display)  # a syntax error names file:line
-        document = YAML(typ="safe", pure=True).load(text)
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
-        models = PlanModels(structure_of=structure_of, allowed_targets=allowed_targets, framework=framework,
-                            builder=builder or choose_builder("transformers"))
-        plan = _plan(path, document, mode, disabled, models, where)
-        plan = _compile(path, document, plan, disabled, models, where)
-        context = YamlContext(source=display, migration=plan.migration, moves=plan.moves, rates=plan.rates,
-                              compiled=plan.compiled)
-        new_text, rules = _apply_rules(text, context, disabled)
-        _verify(document, new_text, plan, rules, source=display)
+        where = _section_line(file.tree, display=display)
+        plan = _plan(path, document, mode, disabled, models, where, documents)
+        plan = _compile(path, document, plan, disabled, models, where, documents)
+        context = YamlContext(source=display, document=file.tree, migration=plan.migration, moves=plan.moves,
+                              rates=plan.rates, compiled=plan.compiled)
+        new_text, rules = apply_yaml_rules(text, context, disabled)
+        written = _verify(document, new_text, plan, rules, source=display) if rules else document
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
-    result = _result(display, text, new_text, rules, document, plan)
+    result = _result(display, file, new_text, rules, document, plan)
     if not result.changed:
         return result
-    return replace(result, nemo_automodel=native_support(YAML(typ="safe", pure=True).load(new_text)).verdict)
+    return replace(result, nemo_automodel=native_support(written).verdict)
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,7 @@ class PlanModels:
 
 def _plan(
     path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str], models: PlanModels, where: str,
+    documents: YamlDocuments,
 ) -> SectionPlan:
     """MF004's moves for selectors and LoRA patterns written for another transformers release
     (proven), MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
@@ -151,7 +152,7 @@ def _plan(
     may_rate = MF005.id not in disabled and bool(pattern_entries(document))
     if not (vocabulary_change or may_move or may_rate):
         return SectionPlan()
-    recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework)
+    recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework, documents=documents)
     built = structure_of(model_request(recipe, models.builder))
     moves = moved_patterns(document.get("peft"), built, recipe.framework) if may_move else ()
     if moves:  # the adapters decide which modules the section finds
@@ -177,7 +178,7 @@ def _plan(
 
 def _compile(
     path: Path, document: Mapping[str, Any], plan: SectionPlan, disabled: Collection[str], models: PlanModels,
-    where: str,
+    where: str, documents: YamlDocuments,
 ) -> SectionPlan:
     """MF006: the source the other rules leave, compiled for the repository's release on the model
     its builder builds and proven there; nothing when the file already holds exactly that."""
@@ -188,7 +189,8 @@ def _compile(
     # is compiled only for the rate selectors beside it, which 0.7 cannot read.
     if MF006.id in disabled or not (vocabulary == "new" or (vocabulary == "selectors" and _selector_rates(source))):
         return plan
-    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework)
+    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework,
+                         documents=documents)
     held = recipe.compiled
     recipe = replace(recipe, document={**recipe.document, **{key: source[key] for key in ("freeze_config", OPTIMIZER)
                                                              if key in source and held is None}})
@@ -210,27 +212,17 @@ def _selector_rates(document: Mapping[str, Any]) -> bool:
     return isinstance(entries, list) and any(isinstance(entry, Mapping) and "pattern" not in entry for entry in entries)
 
 
-def _section_line(text: str, *, display: str) -> str:
+def _section_line(tree: Any, *, display: str) -> str:
     """``file:line`` of the `freeze_config` key, for messages about the section."""
-    document = load_roundtrip(text, source=display)
-    if isinstance(document, CommentedMap) and "freeze_config" in document:
-        return f"{display}:{key_position(document, 'freeze_config')[0] + 1}"
+    if isinstance(tree, CommentedMap) and "freeze_config" in tree:
+        return f"{display}:{key_position(tree, 'freeze_config')[0] + 1}"
     return display
 
 
-def _apply_rules(text: str, context: YamlContext, disabled: Collection[str]) -> tuple[str, list[str]]:
-    rules = []
-    for rule, transform in YAML_TRANSFORMS:
-        if rule.id in disabled:
-            continue
-        rewritten = transform(text, context)
-        if rewritten != text:
-            rules.append(rule.id)
-            text = rewritten
-    return text, rules
-
-
-def _verify(document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules: list[str], *, source: str) -> None:
+def _verify(
+    document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules: list[str], *, source: str,
+) -> Mapping[str, Any]:
+    """The rewritten text's data, which must be the old data with exactly the planned edits."""
     expected = plan.document(document)
     for rule in rules:
         if rule in _MOVES:
@@ -241,15 +233,18 @@ def _verify(document: Mapping[str, Any], new_text: str, plan: SectionPlan, rules
             for key in path[:-1]:
                 node = node.setdefault(key, {})
             node[path[-1]] = value
-    if YAML(typ="safe", pure=True).load(new_text) != expected:
+    written = parse_yaml_text(new_text, source=source, error_type=MigrationError)
+    if written != expected:
         raise MigrationError("the rewritten text does not parse to the intended data; nothing written "
                              "(please report this file)", source=source)
+    return written
 
 
 def _result(
-    display: str, text: str, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
+    display: str, file: YamlFile, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
 ) -> FileResult:
-    moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, text, plan.rates),
+    text = file.text
+    moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, file.tree, plan.rates),
              *((plan.kept,) if plan.kept else ()), *((plan.not_compiled,) if plan.not_compiled else ()),
              *((f"compiled for {plan.compiled.compiled_for}",) if MF006.id in rules and plan.compiled else ()))
     migration, targets = plan.migration, plan.targets
@@ -272,10 +267,10 @@ def _result(
     )
 
 
-def _rate_notes(display: str, text: str, rates: RatePlan | None) -> tuple[str, ...]:
+def _rate_notes(display: str, tree: Any, rates: RatePlan | None) -> tuple[str, ...]:
     """What MF005 rewrote, and each pattern it kept with why, at ``file:line`` of its entry."""
     if rates is None:
         return ()
-    entries = load_roundtrip(text, source=display)[OPTIMIZER][OVERRIDES]
+    entries = tree[OPTIMIZER][OVERRIDES]
     return (*(rewrite.describe() for rewrite in rates.rewrites),
             *(f"{display}:{entries.lc.item(kept.index)[0] + 1}: {kept.describe()}" for kept in rates.kept))

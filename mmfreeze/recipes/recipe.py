@@ -16,6 +16,7 @@ from mmfreeze.recipes.composite import COMPOSITE_TARGETS, DrafterSection, parse_
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
+from mmfreeze.regular_files import RECIPE_LIMIT, read_regular
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 
 if TYPE_CHECKING:
@@ -117,11 +118,16 @@ def relative_path(path: Path, base: Path) -> Path | None:
 def read_yaml(path: Path, *, shown: str | None = None) -> Any:
     """Parse ``path`` as plain data; a syntax error names file:line (``shown``, default :func:`display_path`)."""
     shown = shown or display_path(path)
+    return parse_yaml_text(read_exact_text(path, shown=shown), source=shown)
+
+
+def read_exact_text(path: Path, *, shown: str) -> str:
+    """The text of the regular file at ``path``, line endings as they are, at most
+    :data:`~mmfreeze.regular_files.RECIPE_LIMIT` bytes: a pipe or a device is refused unread."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_regular(path, limit=RECIPE_LIMIT).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise RecipeError(f"cannot read: {error}", source=shown) from error
-    return parse_yaml_text(text, source=shown)
 
 
 def parse_yaml_text(

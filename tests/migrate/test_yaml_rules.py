@@ -6,17 +6,26 @@ import importlib
 
 import pytest
 
+from dataclasses import replace
+
 from mmfreeze.exceptions import MigrationError
+from mmfreeze.migrate.rules import MF001, MF002, MF003, Rule
 from mmfreeze.migrate.section import SectionMigration
-from mmfreeze.migrate.yaml import cp_vision_frame_sharding, freeze_config, frozen_multimodal_sharding
 from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.registry import YAML_TRANSFORMS
+from mmfreeze.migrate.yaml.registry import YAML_RULES, apply_yaml_rules
+from mmfreeze.migrate.yaml.text import load_roundtrip
 
 SECTION = SectionMigration(section={"vision": {"tower": True, "projector": False}, "language_model": False})
 
 
+def rewrite(text: str, context: YamlContext, *rules: Rule) -> str:
+    """``text`` with ``rules`` alone run on its one parse, as a migration runs them."""
+    others = {rule.id for rule, _ in YAML_RULES} - {rule.id for rule in rules}
+    return apply_yaml_rules(text, replace(context, document=load_roundtrip(text, source=context.source)), others)[0]
+
+
 def _mf001(text: str, migration: SectionMigration = SECTION) -> str:
-    return freeze_config.rewrite(text, YamlContext(source="r.yaml", migration=migration))
+    return rewrite(text, YamlContext(source="r.yaml", migration=migration), MF001)
 
 
 def test_mf001_comments_follow_their_key_and_removed_keys_comments_go_above():
@@ -57,12 +66,11 @@ def test_mf001_refuses_anchors_aliases_and_merge_keys(text):
 
 def test_mf001_without_a_planned_section_is_a_no_op():
     text = "freeze_config:\n  vision: {tower: true}\n"
-    assert freeze_config.rewrite(text, YamlContext(source="r.yaml")) == text
+    assert rewrite(text, YamlContext(source="r.yaml"), MF001) == text
 
 
 def _moves(text: str) -> str:
-    context = YamlContext(source="r.yaml")
-    return cp_vision_frame_sharding.rewrite(frozen_multimodal_sharding.rewrite(text, context), context)
+    return rewrite(text, YamlContext(source="r.yaml"), MF002, MF003)
 
 
 def test_mf002_mf003_nest_both_keys_under_one_multimodal_block():
@@ -110,7 +118,7 @@ def test_mf001_comments_on_selector_items_follow_their_list_or_go_above_quoting_
         "  # {glob: \"model.visual.*\"}: the whole ViT\n  modules:\n    - model.language_model.embed_tokens\n")
 
 
-@pytest.mark.parametrize("rule", [rule for rule, _ in YAML_TRANSFORMS], ids=lambda rule: rule.id)
+@pytest.mark.parametrize("rule", [rule for rule, _ in YAML_RULES], ids=lambda rule: rule.id)
 def test_every_yaml_rule_documents_its_before_and_after(rule):
-    module = next(importlib.import_module(transform.__module__) for r, transform in YAML_TRANSFORMS if r == rule)
+    module = next(importlib.import_module(plan.__module__) for r, plan in YAML_RULES if r == rule)
     assert module.RULE == rule and rule.id in module.__doc__ and "Before::" in module.__doc__ and "After" in module.__doc__

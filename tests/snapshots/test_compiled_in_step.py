@@ -11,7 +11,6 @@ and the one command that fixes it.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

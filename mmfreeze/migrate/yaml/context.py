@@ -1,8 +1,10 @@
-"""What a YAML rule gets besides the text: where it is, and what the rules that need the model planned."""
+"""What a YAML rule gets besides the text's lines: the file's one round-trip parse, where it is, and
+what the rules that need the model planned."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mmfreeze.migrate.rates import RatePlan
 from mmfreeze.migrate.release_renames import SelectorMove
@@ -14,6 +16,8 @@ from mmfreeze.recipes.compiled import CompiledSections
 class YamlContext:
     source: str
     """The file as messages name it."""
+    document: Any = None
+    """The original text's round-trip parse: every rule finds its places (line, column) in it."""
     migration: SectionMigration | None = None
     """The new `freeze_config` for this recipe; ``None`` when it has no legacy section."""
     moves: tuple[SelectorMove, ...] = ()

@@ -25,11 +25,11 @@ from __future__ import annotations
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, NESTED_PATHS
 from mmfreeze.migrate.rules import MF003
 from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.nesting import move_key
 
 RULE = MF003
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    return move_key(text, "distributed", LEGACY_FRAME_SHARDING, NESTED_PATHS[LEGACY_FRAME_SHARDING],
-                    source=context.source)
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    move_key(context, edits, "distributed", LEGACY_FRAME_SHARDING, NESTED_PATHS[LEGACY_FRAME_SHARDING])

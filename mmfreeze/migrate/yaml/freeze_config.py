@@ -43,9 +43,10 @@ from mmfreeze.exceptions import MigrationError
 from mmfreeze.migrate.rules import MF001
 from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, entry_key
 from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, is_blank_or_comment, key_position, key_span, line_ending, line_key,
-    load_roundtrip, split_comment, split_lines, trailing_comment,
+    split_comment, trailing_comment,
 )
 
 RULE = MF001
@@ -61,20 +62,20 @@ class BlockComments:
     trailing: dict[str, str] = field(default_factory=dict)
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    """``text`` with its legacy `freeze_config` block replaced by ``context.migration``'s section."""
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    """The legacy `freeze_config` block replaced by ``context.migration``'s section."""
     if context.migration is None:
-        return text
-    lines = split_lines(text)
-    line, column = key_position(load_roundtrip(text, source=context.source), SECTION)
+        return
+    lines = list(edits.original)
+    line, column = key_position(context.document, SECTION)
     start, end = key_span(lines, line, column)
-    block = lines[start:end]
+    block = edits.current(start, end)
     _refuse_unsafe(block, source=f"{context.source}:{line + 1}")
     rendered = render_block(context.migration, read_comments(block, source=context.source),
                             indent=detect_indent(lines), eol=line_ending(lines))
     if not block[-1].endswith("\n"):
         rendered[-1] = rendered[-1].rstrip("\r\n")
-    return "".join(lines[:start] + rendered + lines[end:])
+    edits.replace(start, end, rendered)
 
 
 def _refuse_unsafe(block: list[str], *, source: str) -> None:

@@ -19,11 +19,11 @@ from __future__ import annotations
 from mmfreeze.distributed.legacy_keys import LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.migrate.rules import MF002
 from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.nesting import move_key
 
 RULE = MF002
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    return move_key(text, "distributed", LEGACY_FROZEN_SHARDING, NESTED_PATHS[LEGACY_FROZEN_SHARDING],
-                    source=context.source)
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    move_key(context, edits, "distributed", LEGACY_FROZEN_SHARDING, NESTED_PATHS[LEGACY_FROZEN_SHARDING])

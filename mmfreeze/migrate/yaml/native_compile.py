@@ -27,16 +27,15 @@ After::
 Rate selectors move the same way: the `optimizer.param_group_overrides` block goes under `mmfreeze:`
 as it was, and the optimizer gets one pattern per entry. A recipe already compiled gets its compiled
 sections and `compiled_for` written again, its source untouched. Runs last: it compiles what MF001
-and MF005 wrote.
+and MF005 wrote, and moves the blocks as they left them.
 """
 
 from __future__ import annotations
 
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.text import (
-    detect_indent, flow, key_position, key_span, line_ending, load_roundtrip, split_lines,
-)
+from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.text import detect_indent, flow, indentation, key_position, key_span, line_ending, line_key
 from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES
 
 RULE = MF006
@@ -44,46 +43,46 @@ SOURCE_NOTE = "# the reviewed source: `mmfreeze migrate` compiles it into freeze
 COMPILED_NOTE = "# compiled from mmfreeze.freeze_config by `mmfreeze migrate`: edit the source, then run it again"
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    """``text`` with its source under `mmfreeze:` and the compiled sections in the framework's places.
-    Each edit looks its lines up again in the text as the edit before left it."""
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    """The source under `mmfreeze:` and the compiled sections in the framework's places, placed by
+    the original text's positions; the blocks earlier rules rewrote are read as they left them."""
     compiled = context.compiled
     if compiled is None:
-        return text
-    lines = split_lines(text)
+        return
+    lines, document = list(edits.original), context.document
     pad, eol = " " * detect_indent(lines), line_ending(lines)
-    settings = _document(lines, context).get(SECTION)
+    settings = document.get(SECTION)
     has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
     moved: list[str] = []
     if compiled.param_group_overrides is not None:
-        line, column = _document(lines, context)["optimizer"].lc.key(SOURCE_RATES)
+        line, column = document["optimizer"].lc.key(SOURCE_RATES)
         start, end = key_span(lines, line, column)
         if not has_source:
-            moved = [_reindented(line_text, column, pad) for line_text in lines[start:end]]
-        lines[start:end] = [f"{pad}{SOURCE_RATES}:{eol}",
-                            *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)]
-    start, end = key_span(lines, key_position(_document(lines, context), "freeze_config")[0], 0)
+            moved = [_reindented(line_text, column, pad) for line_text in edits.current(start, end)]
+        edits.replace(start, end, [f"{pad}{SOURCE_RATES}:{eol}",
+                                   *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)])
+    start, end = key_span(lines, key_position(document, "freeze_config")[0], 0)
     block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol)]
     if has_source:
         if start > 0 and lines[start - 1].rstrip("\r\n") == COMPILED_NOTE:
             start -= 1  # compiled before: the note goes with the block it stands on
-        lines[start:end] = block
-        return _with_compiled_for(lines, compiled.compiled_for, context, pad, eol)
+        edits.replace(start, end, block)
+        _set_compiled_for(context, edits, compiled.compiled_for, pad, eol)
+        return
+    current = edits.current(start, end)
+    # MF001 leaves the comments of keys it removed above the block: they stay where they are
+    head = next(index for index, text_line in enumerate(current) if line_key(text_line) == "freeze_config"
+                and indentation(text_line) == 0)
+    kept, section = current[:head], current[head:]
     source = [f"{pad}{SOURCE_NOTE}{eol}", *(pad + text_line if text_line.strip() else text_line
-                                            for text_line in lines[start:end])]
+                                            for text_line in section)]
     source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
     additions = [*source, *moved, f"{pad}{COMPILED_FOR}: {compiled.compiled_for}{eol}"]
     if settings is None:
-        lines[start:end] = [f"{SECTION}:{eol}", *additions, *block]
-        return "".join(lines)
-    lines[start:end] = block
-    _, settings_end = key_span(lines, key_position(_document(lines, context), SECTION)[0], 0)
-    lines[settings_end:settings_end] = additions
-    return "".join(lines)
-
-
-def _document(lines: list[str], context: YamlContext):
-    return load_roundtrip("".join(lines), source=context.source)
+        edits.replace(start, end, [*kept, f"{SECTION}:{eol}", *additions, *block])
+        return
+    edits.replace(start, end, [*kept, *block])
+    edits.insert(key_span(lines, key_position(document, SECTION)[0], 0)[1], additions)
 
 
 def _compiled_block(section: dict, pad: str, eol: str) -> list[str]:
@@ -101,14 +100,12 @@ def _reindented(line_text: str, column: int, pad: str) -> str:
     return pad + line_text[column:] if line_text[:column].strip() == "" else line_text
 
 
-def _with_compiled_for(lines: list[str], compiled_for: str, context: YamlContext, pad: str, eol: str) -> str:
-    """The lines with `mmfreeze.compiled_for` set to ``compiled_for`` (added when missing)."""
-    document = _document(lines, context)
-    settings = document[SECTION]
+def _set_compiled_for(context: YamlContext, edits: LineEdits, compiled_for: str, pad: str, eol: str) -> None:
+    """`mmfreeze.compiled_for` set to ``compiled_for`` (added when missing)."""
+    settings = context.document[SECTION]
+    written = [f"{pad}{COMPILED_FOR}: {compiled_for}{eol}"]
     if COMPILED_FOR in settings:
         line, _ = settings.lc.key(COMPILED_FOR)
-        lines[line] = f"{pad}{COMPILED_FOR}: {compiled_for}{eol}"
+        edits.replace(line, line + 1, written)
     else:
-        _, end = key_span(lines, key_position(document, SECTION)[0], 0)
-        lines.insert(end, f"{pad}{COMPILED_FOR}: {compiled_for}{eol}")
-    return "".join(lines)
+        edits.insert(key_span(list(edits.original), key_position(context.document, SECTION)[0], 0)[1], written)

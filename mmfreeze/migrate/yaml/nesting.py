@@ -3,7 +3,8 @@
 The key's lines move as they are (value, children, trailing comments), re-indented for their new
 depth; missing parent keys are created at the legacy key's place, or the moved lines are appended
 to the deepest parent that already exists. A target that already exists is a conflict: nothing is
-guessed, the file is reported.
+guessed, the file is reported. A parent an earlier move created (MF002's `multimodal`, for MF003)
+counts as existing: :attr:`LineEdits.created` says where its block ends.
 """
 
 from __future__ import annotations
@@ -13,48 +14,58 @@ from collections.abc import Sequence
 from ruamel.yaml.comments import CommentedMap
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate.yaml.text import detect_indent, key_position, key_span, line_ending, load_roundtrip, split_lines
+from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.text import detect_indent, key_position, key_span, line_ending
 
 
-def move_key(text: str, parent_key: str, legacy_key: str, new_path: Sequence[str], *, source: str) -> str:
-    """``text`` with ``parent_key.legacy_key`` moved to ``parent_key.<new_path>``; unchanged when absent."""
-    document = load_roundtrip(text, source=source)
+def move_key(context: YamlContext, edits: LineEdits, parent_key: str, legacy_key: str, new_path: Sequence[str]) -> None:
+    """``parent_key.legacy_key`` moved to ``parent_key.<new_path>``; nothing when absent."""
+    document, source = context.document, context.source
     parent = document.get(parent_key) if isinstance(document, CommentedMap) else None
     if not isinstance(parent, CommentedMap) or legacy_key not in parent:
-        return text
+        return
     where = f"{source}:{key_position(parent, legacy_key)[0] + 1}"
     _require_block(parent, f"{parent_key}", where)
-    lines = split_lines(text)
+    lines = list(edits.original)
     unit = detect_indent(lines)
-    existing, node = _deepest_existing(parent, new_path, parent_key, where)
+    existing = _deepest_existing(parent, new_path, parent_key, where, edits.created)
     line, column = key_position(parent, legacy_key)
     start, end = key_span(lines, line, column)
-    moved = _moved_lines(lines[start:end], legacy_key, new_path, existing, column, unit, line_ending(lines))
+    moved = _moved_lines(edits.current(start, end), legacy_key, new_path, existing, column, unit, line_ending(lines))
     if not existing:
-        return "".join(lines[:start] + moved + lines[end:])
-    anchor_map = _mapping_at(parent, new_path[: len(existing) - 1])
-    at = key_span(lines, *key_position(anchor_map, existing[-1]))[1]
-    if at <= start:
-        return "".join(lines[:at] + moved + lines[at:start] + lines[end:])
-    return "".join(lines[:start] + lines[end:at] + moved + lines[at:])
+        edits.replace(start, end, moved)
+        at = end
+    else:
+        made = edits.created.get((parent_key, *existing))
+        at = made if made is not None else \
+            key_span(lines, *key_position(_mapping_at(parent, new_path[: len(existing) - 1]), existing[-1]))[1]
+        edits.replace(start, end, [])
+        edits.insert(at, moved)
+    for depth in range(len(existing), len(new_path) - 1):
+        edits.created[(parent_key, *new_path[: depth + 1])] = at
 
 
-def _deepest_existing(parent: CommentedMap, path: Sequence[str], parent_key: str, where: str) -> tuple[list[str], CommentedMap]:
-    node, found = parent, []
+def _deepest_existing(
+    parent: CommentedMap, path: Sequence[str], parent_key: str, where: str, created: dict[tuple[str, ...], int],
+) -> list[str]:
+    node: CommentedMap | None = parent
+    found: list[str] = []
     for key in path[:-1]:
-        child = node.get(key)
-        if child is None:
+        child = node.get(key) if node is not None else None
+        if child is None and (parent_key, *found, key) not in created:
             break
         dotted = ".".join([parent_key, *found, key])
-        if not isinstance(child, CommentedMap):
+        if child is not None and not isinstance(child, CommentedMap):
             raise MigrationError(f"{dotted} is not a mapping; cannot nest {path[-1]} under it", source=where, key=dotted)
-        _require_block(child, dotted, where)
+        if child is not None:
+            _require_block(child, dotted, where)
         node, found = child, [*found, key]
-    if len(found) == len(path) - 1 and path[-1] in node:
+    if len(found) == len(path) - 1 and (node is not None and path[-1] in node):
         dotted = ".".join([parent_key, *path])
         raise MigrationError(f"{dotted} already exists next to the legacy key; keep one by hand",
                              source=where, key=dotted)
-    return found, node
+    return found
 
 
 def _mapping_at(parent: CommentedMap, path: Sequence[str]) -> CommentedMap:

@@ -23,33 +23,33 @@ reproduces is kept and reported.
 from __future__ import annotations
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate.rates import RateRewrite
 from mmfreeze.migrate.rules import MF005
 from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.text import line_ending, load_roundtrip, scalar, split_lines
+from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.text import line_ending, scalar, split_lines
 from mmfreeze.recipes.optimizer import OVERRIDES, SECTION
 
 RULE = MF005
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    """``text`` with each of ``context.rates``' rewritten entries naming its selector instead of its pattern."""
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    """Each of ``context.rates``' rewritten entries naming its selector instead of its pattern."""
     if context.rates is None or not context.rates.rewrites:
-        return text
-    lines = split_lines(text)
-    entries = load_roundtrip(text, source=context.source)[SECTION][OVERRIDES]
-    for rewrite in sorted(context.rates.rewrites, key=lambda found: found.index, reverse=True):
+        return
+    lines = list(edits.original)
+    entries = context.document[SECTION][OVERRIDES]
+    for rewrite in context.rates.rewrites:
         entry = entries[rewrite.index]
         line, column = entry.lc.key("pattern")
         value_line, value_column = entry.lc.value("pattern")
-        end = _scalar_end(lines[value_line], value_column, flow=entry.fa.flow_style())
+        [text] = edits.current(line, line + 1)
+        end = _scalar_end(text, value_column, flow=entry.fa.flow_style())
         if value_line != line or end is None:
             raise MigrationError("cannot find the end of the pattern's value; rewrite it by hand",
                                  source=f"{context.source}:{line + 1}", key=rewrite.key)
         separator = ", " if entry.fa.flow_style() else line_ending(lines) + " " * column
         written = separator.join(f"{key}: {scalar(value)}" for key, value in rewrite.selector.items())
-        lines[line] = lines[line][:column] + written + lines[line][end:]
-    return "".join(lines)
+        edits.replace(line, line + 1, split_lines(text[:column] + written + text[end:]))
 
 
 def _scalar_end(line: str, start: int, *, flow: bool) -> int | None:

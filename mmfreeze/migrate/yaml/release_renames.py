@@ -29,28 +29,29 @@ from mmfreeze.exceptions import MigrationError
 from mmfreeze.migrate.release_renames import SelectorMove
 from mmfreeze.migrate.rules import MF004
 from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.text import load_roundtrip, split_lines
+from mmfreeze.migrate.yaml.edits import LineEdits
 
 RULE = MF004
 QUOTES = "'\""
 
 
-def rewrite(text: str, context: YamlContext) -> str:
-    """``text`` with each of ``context.moves`` written over its old value."""
-    if not context.moves:
-        return text
-    lines = split_lines(text)
-    document = load_roundtrip(text, source=context.source)
-    spots = sorted((_position(document, move), move) for move in context.moves)
-    for (line, column), move in reversed(spots):  # right to left: earlier columns stay valid
-        found = lines[line][column:]
-        quote = found[0] if found[:1] in QUOTES else ""
-        written = f"{quote}{move.old}{quote}"
-        if not found.startswith(written):
-            raise MigrationError(f"cannot find {move.old!r} where YAML puts {move.key}; move it by hand",
-                                 source=f"{context.source}:{line + 1}", key=move.key)
-        lines[line] = lines[line][:column] + f"{quote}{move.new}{quote}" + found[len(written):]
-    return "".join(lines)
+def plan(context: YamlContext, edits: LineEdits) -> None:
+    """Each of ``context.moves`` written over its old value, right to left on its line."""
+    spots: dict[int, list[tuple[int, SelectorMove]]] = {}
+    for move in context.moves:
+        line, column = _position(context.document, move)
+        spots.setdefault(line, []).append((column, move))
+    for line, moves in sorted(spots.items()):
+        [text] = edits.current(line, line + 1)
+        for column, move in sorted(moves, key=lambda spot: spot[0], reverse=True):  # earlier columns stay valid
+            found = text[column:]
+            quote = found[0] if found[:1] in QUOTES else ""
+            written = f"{quote}{move.old}{quote}"
+            if not found.startswith(written):
+                raise MigrationError(f"cannot find {move.old!r} where YAML puts {move.key}; move it by hand",
+                                     source=f"{context.source}:{line + 1}", key=move.key)
+            text = text[:column] + f"{quote}{move.new}{quote}" + found[len(written):]
+        edits.replace(line, line + 1, [text])
 
 
 def _position(document: Any, move: SelectorMove) -> tuple[int, int]:
