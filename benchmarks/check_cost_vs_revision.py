@@ -1,4 +1,6 @@
-"""Cold and warm `mmfreeze snapshot --check` of the bundled corpus: this checkout against a revision.
+"""Cold and warm `mmfreeze snapshot --check` of the bundled corpus, and `mmfreeze migrate --check` of
+the pre-migration fixtures (model structures already cached: parsing, planning, rewriting and
+proving alone): this checkout against a revision.
 
     python benchmarks/check_cost_vs_revision.py ce5d876               # median of 3 cold and 3 warm runs each
     python benchmarks/check_cost_vs_revision.py ce5d876 --repeats 7   # when 3 runs are too noisy to tell
@@ -37,15 +39,24 @@ def checkout(revision: str, into: Path) -> Path:
     return into
 
 
-def measure(code: Path, corpus: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Run]:
+KINDS = ("cold", "warm", "migrate")
+PRE_MIGRATION = Path("tests") / "migrate" / "fixtures" / "pre_migration"
+
+
+def measure(code: Path, corpus: Path, scratch: Path, label: str, repeat: int) -> tuple[Run, Run, Run]:
     work = scratch / f"{label}-{repeat}"
     shutil.copytree(corpus / "example_configs", work / "example_configs")
     shutil.copytree(environment_snapshots(corpus), work / "snapshots")
+    shutil.copytree(corpus / PRE_MIGRATION, work / "pre_migration")
     cache = scratch / f"cache-{label}-{repeat}"
     os.environ["PYTHONPATH"] = str(code)
     cold = mmfreeze("snapshot", "--check", "-q", "example_configs", cwd=work, cache=cache)
     warm = mmfreeze("snapshot", "--check", "-q", "example_configs", cwd=work, cache=cache)
-    return cold, warm
+    migrate_cache = scratch / "cache-migrate"  # shared: the first run builds, every timed run reads it
+    if not migrate_cache.exists():
+        mmfreeze("migrate", "--check", ".", cwd=work / "pre_migration", cache=migrate_cache)
+    migrate = mmfreeze("migrate", "--check", ".", cwd=work / "pre_migration", cache=migrate_cache)
+    return cold, warm, migrate
 
 
 def main() -> int:
@@ -57,7 +68,7 @@ def main() -> int:
                         help="check this checkout's corpus and snapshots with both revisions' code: the cost of the "
                              "code alone, where the corpus or its snapshots changed since the revision")
     args = parser.parse_args()
-    runs: dict[str, list[tuple[Run, Run]]] = {"this checkout": [], args.revision: []}
+    runs: dict[str, list[tuple[Run, Run, Run]]] = {"this checkout": [], args.revision: []}
     with tempfile.TemporaryDirectory(prefix="mmfreeze-rev-") as scratch_name:
         scratch = Path(scratch_name)
         old = checkout(args.revision, scratch / "worktree")
@@ -77,10 +88,10 @@ def main() -> int:
     return 0
 
 
-def _kinds(pairs: list[tuple[Run, Run]]) -> list[tuple[str, list[float], list[float]]]:
-    """Per kind (cold, warm): each repeat's wall seconds and CPU seconds."""
+def _kinds(pairs: list[tuple[Run, Run, Run]]) -> list[tuple[str, list[float], list[float]]]:
+    """Per kind (cold, warm, migrate): each repeat's wall seconds and CPU seconds."""
     return [(kind, [pair[index].seconds for pair in pairs], [pair[index].cpu_seconds for pair in pairs])
-            for index, kind in enumerate(("cold", "warm"))]
+            for index, kind in enumerate(KINDS)]
 
 
 def _runs(values: list[float], unit: str) -> str:

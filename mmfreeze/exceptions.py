@@ -67,6 +67,11 @@ class ModelBuildError(MmfreezeError):
     """transformers rejected a config or failed to build the model on the meta device."""
 
 
+class NoTransformersClass(ModelBuildError):
+    """transformers has no class for a config's model type under the Auto class asked for: a fact of
+    the config, the Auto class and the installed release, cached like a structure."""
+
+
 class EnvironmentBuildError(ModelBuildError):
     """A build failed because of this machine, not the recipe: a package that does not import,
     memory, a worker process that died. Never cached: the next run, with the cause fixed, builds."""

@@ -14,6 +14,8 @@ from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
 from mmfreeze.migrate.yaml_file import PlanModels, StructureOf, migrate_yaml
 from mmfreeze.models.framework import BuilderChoice, choose_builder
+from mmfreeze.models.loader import ModelRequest
+from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import display_path
@@ -46,10 +48,30 @@ def plan_files(
     YAML, round-trip (the one that decided which files are recipes); each file is parsed once.
     Models bound by Python call sites are built once for the whole run."""
     documents = documents if documents is not None else YamlDocuments(roundtrip=True)
-    bound = BoundModels(structure_of, options.allowed_targets, options.framework)
+    structure_of = _once_per_request(structure_of)
+    bound = BoundModels(structure_of, options.allowed_targets, options.framework, options.builder)
     models = PlanModels(structure_of=structure_of, allowed_targets=options.allowed_targets,
                         framework=options.framework, builder=options.builder)
     return [_plan_file(path, options, documents, models, bound) for path in files if progress(path) is None]
+
+
+def _once_per_request(structure_of: StructureOf) -> StructureOf:
+    """``structure_of`` asked once per distinct request in a run: a recipe's rules plan and compile
+    on the same model, and a build that fails fails again."""
+    found: dict[ModelRequest, ModelStructure | MmfreezeError] = {}
+
+    def once(request: ModelRequest) -> ModelStructure:
+        if request not in found:
+            try:
+                found[request] = structure_of(request)
+            except MmfreezeError as error:
+                found[request] = error
+        result = found[request]
+        if isinstance(result, MmfreezeError):
+            raise result
+        return result
+
+    return once
 
 
 def _plan_file(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mmfreeze.disk_cache import DiskCache
@@ -52,9 +53,13 @@ damaged (hand-edited, or written by other code), and a miss."""
 
 
 class StructureCache(DiskCache[ModelStructure]):
-    """Model structures by :func:`structure_key`."""
+    """Model structures by :func:`structure_key`, and (:attr:`unbuildable`) why a key has none."""
 
     kind = "structures"
+
+    def __init__(self, directory: Path | None) -> None:
+        super().__init__(directory)
+        self.unbuildable = UnbuildableCache(directory)
 
     def encode(self, value: ModelStructure) -> Any:
         return value.to_json()
@@ -62,6 +67,22 @@ class StructureCache(DiskCache[ModelStructure]):
     def decode(self, data: Any) -> ModelStructure:
         check_structure_shape(data)
         return ModelStructure.from_json(data)
+
+
+class UnbuildableCache(DiskCache[str]):
+    """Why transformers has no class for a key's config under its Auto class
+    (:class:`~mmfreeze.exceptions.NoTransformersClass`): a later run says so again without importing
+    the library that found it (a Python call site bound to a model id tries the Auto classes in turn)."""
+
+    kind = "unbuildable"
+
+    def encode(self, value: str) -> Any:
+        return {"reason": value}
+
+    def decode(self, data: Any) -> str:
+        if not isinstance(data, dict) or not isinstance(data.get("reason"), str):
+            raise ValueError("not an unbuildable entry")
+        return data["reason"]
 
 
 def check_structure_shape(data: Any) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.exceptions import MissingModelConfigError, ModelBuildError
+from mmfreeze.exceptions import MissingModelConfigError, ModelBuildError, NoTransformersClass
 from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
@@ -172,7 +172,7 @@ def build_model(config: Mapping[str, Any], auto_class: str, *, source: str) -> n
 
     try:
         if not transformers_builds(config.get("model_type"), auto_class):
-            raise ModelBuildError(no_transformers_class(config, auto_class))
+            raise NoTransformersClass(no_transformers_class(config, auto_class))
         built_config = build_config(config, source=source)
         return build_meta_model(built_config, resolve_model_class(built_config, auto_class))
     except ModelBuildError as error:
@@ -241,9 +241,15 @@ def load_structure(request: ModelRequest, cache: StructureCache, *, allow_networ
     needed, probe = build_needed(cache, found.key, request.probe)
     structure = cache.get(found.key)
     if needed or structure is None:
-        structure = store_built(cache, found.key, build_structure(
-            found.config.config, request.auto_class, source=request.source, build=request.build,
-            drafter=found.drafter, probe=probe))
+        if (reason := cache.unbuildable.get(found.key)) is not None:
+            raise NoTransformersClass(reason, source=request.source, key="model")
+        try:
+            built = build_structure(found.config.config, request.auto_class, source=request.source,
+                                    build=request.build, drafter=found.drafter, probe=probe)
+        except NoTransformersClass as error:
+            cache.unbuildable.put(found.key, error.message)
+            raise
+        structure = store_built(cache, found.key, built)
     return LoadedStructure(request=request, source=found.config, structure=structure, key=found.key)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
-from mmfreeze.models.framework import choose_builder
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.section import SectionInput
@@ -55,9 +55,11 @@ class BoundModels:
 
     def __init__(
         self, structure_of: Callable[[ModelRequest], ModelStructure], allowed_targets: Mapping[str, str],
-        framework: FrameworkRules = CURRENT_RULES,
+        framework: FrameworkRules = CURRENT_RULES, builder: BuilderChoice = TRANSFORMERS_BUILDER,
     ) -> None:
         self._structure_of = structure_of
+        self._builder = builder
+        """The run's builder, as for YAML: a bound recipe's model is the one its recipe trains."""
         self._allowed_targets = allowed_targets
         self._framework = framework
         self._built: dict[tuple[str, str], ProofTarget] = {}
@@ -91,7 +93,7 @@ class BoundModels:
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
         recipe = load_recipe(path, allowed_targets=self._allowed_targets, framework=self._framework)
-        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe, choose_builder("transformers"))))
+        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe, self._builder)))
         return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory, rules=self._framework)
 
 
