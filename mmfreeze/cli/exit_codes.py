@@ -29,6 +29,10 @@ class ExitCode(IntEnum):
     """As 7 or 8, and that release also changed how a data mix was probed for reachability (another
     method, or none because its forward raises): no tensor's trainability, adapter, rate or
     reachability moved."""
+    BUILDER_SWITCH = 10
+    """This environment builds another class than the one a snapshot describes (the framework's own
+    class against transformers', or the reverse): the snapshot cannot be checked here. Check it where
+    it was made, the environment its header names; `--accept-release` never writes it."""
     INTERRUPTED = 130
     """SIGINT (Ctrl-C) stopped the run before every recipe was checked: 128 + the signal, as a shell
     reports a process the signal ended."""

@@ -44,11 +44,12 @@ EPILOG = (
     "Without --update or --check, new recipes get their snapshot written and changes fail "
     "(like --check when $CI is set). When several outcomes apply, the exit code is the first of: "
     "input error (a recipe that could not be checked, a snapshot that could not be written or deleted), changed, "
-    "probe only, renamed, version only, missing, orphaned. 7, 8 and 9 are release differences alone (no "
-    "tensor's trainability, adapter or rate moved): a CI job that moves to another release can accept them, and "
-    "--accept-release writes those snapshots and nothing else. " + exit_code_help(
+    "builder switch, probe only, renamed, version only, missing, orphaned. 7, 8 and 9 are release differences "
+    "alone (no tensor's trainability, adapter or rate moved): a CI job that moves to another release can accept "
+    "them, and --accept-release writes those snapshots and nothing else. 10: this environment builds another "
+    "class than the snapshot describes; check it where it was made. " + exit_code_help(
         ExitCode.OK, ExitCode.CHANGED, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.MISSING, ExitCode.ORPHANED,
-        ExitCode.VERSION_ONLY, ExitCode.RENAMED, ExitCode.PROBE_ONLY, ExitCode.INTERRUPTED)
+        ExitCode.VERSION_ONLY, ExitCode.RENAMED, ExitCode.PROBE_ONLY, ExitCode.BUILDER_SWITCH, ExitCode.INTERRUPTED)
 )
 
 
@@ -67,12 +68,14 @@ def pick_mode(update: bool, check: bool, accept_release: bool = False) -> Mode:
 
 
 def exit_code_for(result: SnapshotRunResult) -> ExitCode:
-    """The first that applies: input error, changed, probe only, renamed, version only, missing,
-    orphaned; else OK."""
+    """The first that applies: input error, changed, builder switch, probe only, renamed, version only,
+    missing, orphaned; else OK."""
     if result.with_status("input_error") or any(orphan.delete_error for orphan in result.orphans):
         return ExitCode.INPUT_ERROR
     if result.with_status("changed"):
         return ExitCode.CHANGED
+    if result.with_status("builder_switch"):
+        return ExitCode.BUILDER_SWITCH
     if result.with_status("probe_only"):
         return ExitCode.PROBE_ONLY
     if result.with_status("renamed"):
@@ -153,7 +156,8 @@ def snapshot(
 def _releases_made_with(result: SnapshotRunResult) -> Counter[str]:
     """transformers release -> how many changed snapshots name it where the installed one differs."""
     return Counter(
-        str(header.old) for outcome in result.with_status("changed", "probe_only", "renamed", "version_only")
+        str(header.old) for outcome in result.with_status("changed", "builder_switch", "probe_only", "renamed",
+                                                          "version_only")
         if outcome.change is not None
         for header in outcome.change.header_changes if header.field == "transformers"
     )
@@ -214,8 +218,8 @@ def _emit(text: str, report_format: str, report_file: Path | None) -> None:
 
 def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
     counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in
-              ("passed", "changed", "probe_only", "renamed", "version_only", "missing", "written", "updated",
-               "input_error")]
+              ("passed", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing", "written",
+               "updated", "input_error")]
     orphaned = sum(not orphan.deleted for orphan in result.orphans)
     deleted = len(result.orphans) - orphaned
     counts += [f"{orphaned} orphaned", f"{deleted} deleted"]

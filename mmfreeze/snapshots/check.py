@@ -32,7 +32,7 @@ from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.settings import Settings
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
 from mmfreeze.snapshots.diff import diff_snapshots
-from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
+from mmfreeze.snapshots.format import SnapshotHeader, parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, link_key, recipe_key, recipe_path, scope_dir
@@ -44,7 +44,7 @@ Mode = Literal["check", "update", "new-only", "accept-release"]
 writes snapshots for new recipes and leaves existing ones to review; ``accept-release`` writes only
 the snapshots whose difference is the release alone (version only, renamed, probe only)."""
 
-FAILING = frozenset({"input_error", "changed", "probe_only", "renamed", "version_only", "missing"})
+FAILING = frozenset({"input_error", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing"})
 """The outcomes that fail the recipe (a repository's own pytest run then fails its item)."""
 RELEASE_STATUSES = frozenset({"version_only", "renamed", "probe_only"})
 """Differences in the release that made a snapshot alone: no tensor's trainability, adapter or rate moved."""
@@ -228,9 +228,25 @@ def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: S
         numel_of={info.name: info.numel for info in structure.parameters},
         group_of=grouper(structure, override_specs(computed.recipe.module_overrides)),
     )
+    if (switch := builder_switch(old.header, computed.snapshot.header)) is not None:
+        return located.outcome("builder_switch", run.root, message=switch, change=change, nemo_automodel=native)
     status: Status = ("version_only" if change.version_only else "renamed" if change.renamed_only
                       else "probe_only" if change.probe_only else "changed")
     return located.outcome(status, run.root, change=change, nemo_automodel=native)
+
+
+def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:
+    """Which classes, when this environment builds another class than the one ``stored`` describes:
+    another builder, and another class name or the framework's own class on one side only
+    (``divergence``); ``None`` when both build the same class. One line per kind in a report."""
+    if stored.builder == now.builder or (stored.architecture, stored.divergence) == (now.architecture, now.divergence):
+        return None
+    return f"snapshot: {_built(stored)}; here: {_built(now)}"
+
+
+def _built(header: SnapshotHeader) -> str:
+    library = f"transformers {header.transformers}"
+    return f"{header.architecture} by " + (library if header.builder == "transformers" else f"{header.builder} ({library})")
 
 
 def _written(

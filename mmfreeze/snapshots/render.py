@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 
@@ -18,7 +19,8 @@ from mmfreeze.snapshots.diff import ReachChange, RecipeChange, RenameGroup
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
 
 STATUS_TITLES = {
-    "input_error": "input error", "changed": "changed", "missing": "missing snapshot", "probe_only": "probe only",
+    "input_error": "input error", "changed": "changed", "missing": "missing snapshot",
+    "builder_switch": "built by another class", "probe_only": "probe only",
     "renamed": "renamed", "version_only": "version only", "updated": "accepted change", "written": "new snapshot written",
     "passed": "unchanged",
 }
@@ -34,9 +36,28 @@ RELEASE_ONLY_MEANS = {
 
 
 def by_severity(outcomes: Sequence[RecipeOutcome]) -> list[RecipeOutcome]:
-    """``outcomes`` in report order (:data:`STATUS_TITLES`), each status's in the run's order."""
+    """``outcomes`` in report order (:data:`STATUS_TITLES`); changed recipes the biggest first (the
+    parameters newly frozen and newly trainable), the others of a status in the run's order."""
     order = {status: index for index, status in enumerate(STATUS_TITLES)}
-    return sorted(outcomes, key=lambda outcome: order[outcome.status])
+    return sorted(outcomes, key=lambda outcome: (order[outcome.status], -moved_parameters(outcome)))
+
+
+def moved_parameters(outcome: RecipeOutcome) -> int:
+    """How many parameters a changed recipe newly freezes or newly trains (0 for other outcomes)."""
+    if outcome.status != "changed" or outcome.change is None:
+        return 0
+    return sum(group.parameters for group in (*outcome.change.newly_frozen, *outcome.change.newly_trainable))
+
+
+SWITCH_MEANS = ("their snapshots describe another class than this environment builds, so they can be checked "
+                "only where they were made (the builder and transformers each names); a repository commits the "
+                "snapshots of the environment it trains in, and checks them there")
+
+
+def builder_switches(outcomes: Sequence[RecipeOutcome]) -> list[tuple[str, int]]:
+    """Each kind of builder switch (:func:`~mmfreeze.snapshots.check.builder_switch`) with its count, most first."""
+    kinds = Counter(outcome.message or "" for outcome in outcomes if outcome.status == "builder_switch")
+    return kinds.most_common()
 
 
 MOVE_FIELDS = ("transformers", "framework", "builder")
@@ -127,7 +148,7 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
     caller prints it without markup."""
     lines: list[str] = []
     for outcome in by_severity(outcomes):
-        if outcome.status == "passed":
+        if outcome.status in ("passed", "builder_switch"):
             continue
         lines.append(f"{outcome.recipe}: {STATUS_TITLES[outcome.status]} ({outcome.snapshot})")
         if outcome.nemo_automodel:
@@ -141,6 +162,9 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
         lines.append(f"{orphan.snapshot}: {verb} snapshot (recipe {orphan.recipe} is gone)")
         if orphan.delete_error:
             lines.append(f"  cannot delete it: {orphan.delete_error}")
+    if switches := builder_switches(outcomes):
+        lines.append(f"{sum(count for _, count in switches)} built by another class: {SWITCH_MEANS}")
+        lines += [f"  {count} × {kind}" for kind, count in switches]
     if summary := native_summary(outcomes):
         lines.append(summary)
     return "\n".join(lines)
@@ -262,7 +286,7 @@ def render_markdown(
     difference, then how to accept; each changed recipe's details folded below. Within ``limit``
     characters (``None``: the whole report, for ``--report-file``)."""
     ordered = by_severity([outcome for outcome in outcomes if outcome.status != "passed"])
-    rows = [outcome for outcome in ordered if outcome.status not in RELEASE_ONLY]
+    rows = [outcome for outcome in ordered if outcome.status not in (*RELEASE_ONLY, "builder_switch")]
     lines = ["### mmfreeze: frozen-parameter changes", ""]
     native = [f"{summary}\n"] if (summary := native_summary(outcomes)) else []
     if not ordered and not orphans:
@@ -274,6 +298,9 @@ def render_markdown(
                   f"{f' (cannot delete it: {html.escape(o.delete_error)})' if o.delete_error else ''} | | | |"
                   for o in orphans]
         lines.append("")
+    if switches := builder_switches(ordered):
+        lines.append(f"**{sum(count for _, count in switches)} built by another class**: {SWITCH_MEANS}.\n")
+        lines += [f"- {count} × {html.escape(kind)}" for kind, count in switches] + [""]
     for status in RELEASE_ONLY:
         if same := [outcome for outcome in ordered if outcome.status == status]:
             lines.append(f"**{len(same)} {STATUS_TITLES[status]}** ({html.escape(release_move(same))}): "
@@ -295,6 +322,16 @@ def acceptance_advice(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orpha
     accepted on their own, and a real change is named as needing review (``""``: nothing to accept)."""
     release = sum(outcome.status in RELEASE_ONLY for outcome in outcomes)
     real = sum(outcome.status in ("changed", "missing") for outcome in outcomes) + sum(not o.deleted for o in orphans)
+    switched = sum(outcome.status == "builder_switch" for outcome in outcomes)
+    advice = _acceptance(release, real)
+    if switched:
+        where = (f"{switched} built by another class: check {'it' if switched == 1 else 'them'} where the snapshots "
+                 "were made (`--accept-release` never writes them)")
+        return f"{advice}; {where}" if advice else where
+    return advice
+
+
+def _acceptance(release: int, real: int) -> str:
     if release and real:
         return (f"{release} differ in the release alone: accept only those with `mmfreeze snapshot --accept-release "
                 f"PATHS`; review the {real} other{'s' * (real > 1)} first, then `mmfreeze snapshot --update PATHS`")

@@ -8,9 +8,12 @@ from typing import Literal
 from mmfreeze.distributed.native import NativeSupport
 from mmfreeze.snapshots.diff import RecipeChange
 
-Status = Literal["passed", "changed", "probe_only", "renamed", "version_only", "missing", "written", "updated",
-                 "input_error"]
-"""``version_only``: changed in the release its header names and nothing else
+Status = Literal["passed", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing", "written",
+                 "updated", "input_error"]
+"""``builder_switch``: this environment builds another class than the one the snapshot describes
+(the framework's own class against transformers', or the reverse): the snapshot can be checked only
+where it was made, and its message says which classes (:func:`~mmfreeze.snapshots.check.builder_switch`);
+``version_only``: changed in the release its header names and nothing else
 (:attr:`~mmfreeze.snapshots.diff.RecipeChange.version_only`); ``renamed``: that, and the release
 renamed tensors, each as trainable as before (:attr:`~mmfreeze.snapshots.diff.RecipeChange.renamed_only`);
 ``probe_only``: either, and the release changed how a mix was probed for reachability

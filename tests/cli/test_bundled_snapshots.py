@@ -10,6 +10,7 @@ release's alone (version only, renamed, probe only). The counts are printed at t
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,37 @@ ANOTHER_MODEL = {
 }
 """Recipe -> the header field that shows the transformers class is another model than the
 framework's: the Omni thinkers alone against the whole Omni model (talker included), Kimi-K2.5's
-own module tree, and MiniMax-M3's projector, which the framework's class keeps inside its tower."""
+own module tree, and MiniMax-M3's projector, which the framework's class keeps inside its tower.
+Before issue 48 these five read as "changed"."""
+SAME_NAME_OTHER_CLASS = {
+    "example_configs/audio_finetune/gemma4/gemma4_e2b_librispeech.yaml",
+    "example_configs/distillation/qwen3_vl_32b_to_4b_chartqa.yaml",
+    "example_configs/text_finetune/llama3_1_8b_ultrachat_sft.yaml",
+    "example_configs/text_finetune/qwen3_8b_teacher_warmup.yaml",
+    "example_configs/vlm_finetune/gemma4/gemma4_e2b_cauldron_ai2d.yaml",
+    "example_configs/vlm_finetune/gemma4/gemma4_e2b_cord_v2_vision_tuned.yaml",
+    "example_configs/vlm_finetune/gemma4/gemma4_e2b_speech_vision_mix.yaml",
+    "example_configs/vlm_finetune/mistral3/mistral_small_3_1_24b_pixmo.yaml",
+    "example_configs/vlm_finetune/qwen3_5/qwen3_5_9b_cord_v2.yaml",
+    "example_configs/vlm_finetune/qwen3_5_moe/qwen3_5_35b_a3b_cauldron.yaml",
+    "example_configs/vlm_finetune/qwen3_vl/qwen3_vl_4b_mmmu.yaml",
+    "example_configs/vlm_finetune/qwen3_vl/qwen3_vl_8b_cord_v2.yaml",
+    "example_configs/vlm_finetune/qwen3_vl/qwen3_vl_8b_docvqa_mergers.yaml",
+    "example_configs/vlm_finetune/qwen3_vl/qwen3_vl_8b_long_video_cp.yaml",
+    "example_configs/vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_cauldron_ep.yaml",
+    "example_configs/vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_cauldron_router_rate.yaml",
+    "example_configs/vlm_finetune/qwen3_vl_moe/qwen3_vl_30b_a3b_medpix.yaml",
+    "example_configs/vlm_peft/mistral3/mistral_small_lora_cord.yaml",
+    "example_configs/vlm_peft/qwen3_5_moe/qwen3_5_35b_a3b_lora_medpix.yaml",
+    "example_configs/vlm_peft/qwen3_vl/qwen3_vl_8b_lora_chartqa.yaml",
+    "example_configs/vlm_peft/qwen3_vl_moe/qwen3_vl_30b_a3b_lora_cord.yaml",
+}
+"""Recipes whose architecture the framework builds with its own class of the same name (the header's
+``divergence`` says so here): another class than the snapshot's, though named alike."""
 RELEASE_ONLY = {"version_only", "renamed", "probe_only"}
 
 
-def test_every_bundled_snapshot_is_checked_and_differs_only_by_release_or_by_the_model_the_builder_builds(
+def test_every_bundled_snapshot_is_checked_and_differs_only_by_release_or_by_the_class_the_builder_builds(
     tmp_path: Path, record_property: Any,
 ) -> None:
     report_file = tmp_path / "report.json"
@@ -50,15 +77,35 @@ def test_every_bundled_snapshot_is_checked_and_differs_only_by_release_or_by_the
     recipes = {path.relative_to(REPO_ROOT).as_posix() for path in recipes_under(EXAMPLE_CONFIGS)}
     assert set(outcomes) == recipes, "every bundled recipe is reported"
     counts = Counter(outcome["status"] for outcome in outcomes.values())
-    changed = {recipe for recipe, outcome in outcomes.items() if outcome["status"] == "changed"}
-    assert changed == set(ANOTHER_MODEL), counts
+    switched = {recipe for recipe, outcome in outcomes.items() if outcome["status"] == "builder_switch"}
+    assert switched == set(ANOTHER_MODEL) | SAME_NAME_OTHER_CLASS, counts
     for recipe, field in ANOTHER_MODEL.items():
         assert field in {header["field"] for header in outcomes[recipe]["change"]["header_changes"]}, recipe
-    assert set(counts) - {"changed"} <= RELEASE_ONLY, counts
-    assert result.returncode == ExitCode.CHANGED
+    for recipe in switched:
+        assert outcomes[recipe]["message"].startswith("snapshot: "), outcomes[recipe]
+        assert f"by nemo-automodel 0.7.0 (transformers {SNAPSHOT_TRANSFORMERS_VERSION}); here: " in outcomes[recipe]["message"]
+    assert set(counts) - {"builder_switch"} <= RELEASE_ONLY, counts
+    assert result.returncode == ExitCode.BUILDER_SWITCH  # neither changed (1) nor input error (3)
     record_property(SUMMARY_LINE_PROPERTY, (
         f"bundled snapshots (transformers {SNAPSHOT_TRANSFORMERS_VERSION}, the framework's classes) checked under "
         f"transformers {installed_version('transformers')} with its classes: "
         + ", ".join(f"{counts[status]} {status.replace('_', ' ')}" for status in
-                    ("changed", "probe_only", "renamed", "version_only") if counts[status])
-        + f" (changed: another model, {len(ANOTHER_MODEL)} named in tests/cli/test_bundled_snapshots.py)"))
+                    ("builder_switch", "probe_only", "renamed", "version_only") if counts[status])
+        + f" (built by another class: {len(ANOTHER_MODEL)} another model, {len(SAME_NAME_OTHER_CLASS)} the "
+          "framework's own class of the same name; named in tests/cli/test_bundled_snapshots.py)"))
+
+
+def test_accept_release_never_writes_a_snapshot_built_by_another_class(tmp_path: Path) -> None:
+    """`--accept-release` in the test environment writes the release-only differences and leaves every
+    builder switch as it is: the framework environment would fail on those otherwise (issue 48)."""
+    work = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_CONFIGS, work / "example_configs")
+    shutil.copytree(REPO_ROOT / "snapshots", work / "snapshots")
+    shutil.copy(REPO_ROOT / "pyproject.toml", work / "pyproject.toml")
+    switched = [work / "snapshots" / (recipe + ".frozen.txt") for recipe in (*ANOTHER_MODEL, *SAME_NAME_OTHER_CLASS)]
+    before = {path: path.read_bytes() for path in switched}
+    result = run(work, "--accept-release", "example_configs")
+    assert result.returncode == ExitCode.BUILDER_SWITCH, result.stdout + result.stderr
+    assert {path: path.read_bytes() for path in switched} == before
+    again = run(work, "--check", "example_configs")
+    assert again.returncode == ExitCode.BUILDER_SWITCH and "version only" not in again.stderr, again.stderr

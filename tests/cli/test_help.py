@@ -33,7 +33,7 @@ def test_help_text(command: list[str], snapshot: Any) -> None:
     (["migrate"], "Exit codes: 0 ok, 1 changed, 2 usage, 3 input error"),
     (["explain"], "Exit codes: 0 ok, 2 usage, 3 input error, 6 rejected"),
     (["snapshot"], "0 ok, 1 changed, 2 usage, 3 input error, 4 missing, 5 orphaned, 7 version only, 8 renamed, "
-                   "9 probe only, 130 interrupted"),
+                   "9 probe only, 10 builder switch, 130 interrupted"),
 ])
 def test_each_commands_help_lists_only_the_exit_codes_it_returns(command: list[str], codes: str) -> None:
     result = CliRunner().invoke(cli, [*command, "--help"], prog_name="mmfreeze", terminal_width=10_000)
