@@ -21,8 +21,9 @@ def replace_file(path: Path, content: bytes) -> None:
     The name it then gets lives in the same directory (the rename never crosses a file system) and
     carries the writer's pid: the next write of ``path`` removes such names whose writer is dead,
     which covers a kill in the instant between naming and renaming. An existing file's permission
-    bits are kept. Raises ``OSError``; the caller says what it was writing."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    bits are kept; a new file gets what ``open(2)`` would give it, 0666 less the umask. Raises
+    ``OSError``; the caller says what it was writing."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else new_file_mode()
     _remove_orphans(path)
     temporary = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{_TEMPORARY_SUFFIX}"
     try:
@@ -34,7 +35,21 @@ def replace_file(path: Path, content: bytes) -> None:
         raise
 
 
-def _write_named(temporary: Path, content: bytes, mode: int | None) -> None:
+def new_file_mode() -> int:
+    """0666 less this process's umask (the temporary file is made 0600 until it is complete)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)  # no /proc: read it by setting it, back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _write_named(temporary: Path, content: bytes, mode: int) -> None:
     unnamed = _open_unnamed(temporary.parent)
     descriptor = unnamed if unnamed is not None else os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -42,8 +57,7 @@ def _write_named(temporary: Path, content: bytes, mode: int | None) -> None:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.fchmod(descriptor, mode)
+        os.fchmod(descriptor, mode)
         if unnamed is not None:
             _name(descriptor, temporary)
     finally:

@@ -239,17 +239,24 @@ def _pattern(pattern: Any, key: str, source: str | None) -> str:
 
 def _multiplier(entry: Mapping[str, Any], name: str, key: str, source: str | None) -> float:
     value = entry.get(name, 1.0)
+    problem = multiplier_problem(value)
+    if problem is not None:
+        raise RecipeError(problem, source=source, key=f"{key}.{name}")
+    return float(value)
+
+
+def multiplier_problem(value: Any) -> str | None:
+    """Why ``value`` is no ``lr_mult`` / ``wd_mult`` (the recipe's, and a snapshot's rate), else ``None``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:  # NaN passes `< 0`
-        raise RecipeError(f"must be a non-negative number, got {value!r}", source=source, key=f"{key}.{name}")
+        return f"must be a non-negative number, got {value!r}"
     try:
         number = float(value)
     except OverflowError:  # an integer beyond float range
         number = math.inf
     if not math.isfinite(number):
-        raise RecipeError(f"must be a finite number, got {value!r}: the scheduler multiplies the group's rate by it, "
-                          "so every step of the group would be NaN or infinite (nemo-automodel 0.7.0 accepts it "
-                          "silently)", source=source, key=f"{key}.{name}")
-    return number
+        return (f"must be a finite number, got {value!r}: the scheduler multiplies the group's rate by it, "
+                "so every step of the group would be NaN or infinite (nemo-automodel 0.7.0 accepts it silently)")
+    return None
 
 
 def _selector(entry: Mapping[str, Any], kind: str, index: int, source: str | None) -> RateSelector:

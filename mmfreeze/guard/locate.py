@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol, TypeAlias
 
 from mmfreeze.exceptions import SnapshotError
-from mmfreeze.snapshots.format import Snapshot, parse_snapshot
+from mmfreeze.regular_files import SNAPSHOT_LIMIT, read_regular
+from mmfreeze.snapshots.format import Snapshot, check_counts, parse_snapshot
 from mmfreeze.settings import find_settings
 from mmfreeze.snapshots.layout import snapshot_path
 
@@ -56,7 +57,7 @@ def find_snapshot(recipe: Path, snapshot: str | os.PathLike[str] | None) -> Path
 def read_snapshot(path: Path, *, recipe: Path) -> Snapshot:
     """The accepted snapshot at ``path``; it must exist, parse, and be the snapshot of a file named like ``recipe``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, limit=SNAPSHOT_LIMIT).decode("utf-8")
     except FileNotFoundError:
         raise SnapshotError(
             f"no accepted snapshot at {path}; run `mmfreeze snapshot --update {recipe}` and review it, "
@@ -66,6 +67,7 @@ def read_snapshot(path: Path, *, recipe: Path) -> Snapshot:
     except (OSError, UnicodeDecodeError) as error:
         raise SnapshotError(f"cannot read the snapshot {path}: {error}", source=str(recipe)) from error
     stored = parse_snapshot(text, source=str(path))
+    check_counts(stored, source=str(path))
     if PurePosixPath(stored.header.recipe).name != recipe.name:
         raise SnapshotError(
             f"{path} is the snapshot of {stored.header.recipe}, not of this recipe; pass the snapshot of {recipe}",

@@ -35,7 +35,8 @@ def intent_section(
 ) -> SectionMigration:
     """The literal translation of ``section``, with the parameters it freezes differently."""
     task = SectionInput(structure=structure, section=section, inventory=inventory, source=source, rules=rules)
-    config = parse_framework_freeze_config(section, task.original.rules, source=source)
+    # as preserve mode does: the keys the code that trained it ignored (freeze_embeddings) are dropped, with a note
+    config = parse_framework_freeze_config(task.as_trained, task.original.rules, source=source)
     new, notes = _translate_flags(config.flags, inventory)
     modules = [*new.pop("modules", []), *map(_entry, config.freeze_modules)]
     for key, selectors in (("modules", modules), ("except", [*map(_entry, config.unfreeze_modules)])):

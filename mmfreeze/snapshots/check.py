@@ -218,8 +218,12 @@ def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> Recip
 def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: SnapshotRun) -> RecipeOutcome:
     """A stored snapshot that differs: what moved, and whether the release alone moved it."""
     native = native_support(computed.recipe.framework_document)
+    shown = relative(located.snapshot, run.root)
+    if not stored.strip():
+        return located.outcome("input_error", run.root, nemo_automodel=native, message=(
+            f"{shown}: the snapshot file is empty; `mmfreeze snapshot --update {located.key}` writes it again"))
     try:
-        old = parse_snapshot(stored, source=relative(located.snapshot, run.root))
+        old = parse_snapshot(stored, source=shown)
     except SnapshotError as error:
         return located.outcome("changed", run.root, message=str(error), nemo_automodel=native)
     structure = computed.trained_structure()
@@ -228,6 +232,10 @@ def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: S
         numel_of={info.name: info.numel for info in structure.parameters},
         group_of=grouper(structure, override_specs(computed.recipe.module_overrides)),
     )
+    if change.nothing_moved:
+        return located.outcome("changed", run.root, change=change, nemo_automodel=native, message=(
+            f"{shown} holds this very snapshot in another order or layout (edited by hand?): no tensor, adapter, "
+            "rate or header field moved; `mmfreeze snapshot --update` writes it in its canonical form"))
     if (switch := builder_switch(old.header, computed.snapshot.header)) is not None:
         return located.outcome("builder_switch", run.root, message=switch, change=change, nemo_automodel=native)
     status: Status = ("version_only" if change.version_only else "renamed" if change.renamed_only

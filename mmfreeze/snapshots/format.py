@@ -82,6 +82,7 @@ from functools import cached_property
 from typing import Any
 
 from mmfreeze.exceptions import SnapshotError
+from mmfreeze.freeze.optimizer import multiplier_problem
 from mmfreeze.models.renames import RenameRule, Renames
 from mmfreeze.snapshots.compress import compress_names, expand_lines
 
@@ -299,8 +300,7 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
     sections = _body_sections(body.split("\n"), source=source)
     frozen = next(lines for kind, _, lines in sections if kind == SEPARATOR)
     adapters = next((lines for kind, _, lines in sections if kind == ADAPTERS_SECTION), None)
-    rates = tuple(RateLines(lr_mult=float(match["lr"]), wd_mult=float(match["wd"]), lines=lines)
-                  for kind, match, lines in sections if kind == RATE_SECTION)
+    rates = tuple(_rate_lines(match, lines, source=source) for kind, match, lines in sections if kind == RATE_SECTION)
     reach = tuple(_reach_lines(match, lines, source=source) for kind, match, lines in sections if kind == UNREACHABLE_SECTION)
     renamed = next(((title, lines) for kind, title, lines in sections if kind == RENAMES_SECTION), None)
     try:
@@ -309,6 +309,27 @@ def parse_snapshot(text: str, *, source: str | None = None) -> Snapshot:
     except ValueError as error:
         raise SnapshotError(f"{RENAMES_SECTION!r}: {error}", source=source) from error
     return Snapshot(header=header, lines=frozen, adapter_lines=adapters, rates=rates, renames=renames, reach=reach)
+
+
+def _rate_lines(title: re.Match[str], lines: tuple[str, ...], *, source: str | None) -> RateLines:
+    """A rate section, its multipliers held to the rule a recipe's optimizer section is held to."""
+    rate = {name: float(title[key]) for name, key in (("lr_mult", "lr"), ("wd_mult", "wd"))}
+    for name, value in rate.items():
+        if (problem := multiplier_problem(value)) is not None:
+            raise SnapshotError(f"{title[0]!r}: {name} {problem}; a recipe's optimizer section refuses it too",
+                                source=source)
+    return RateLines(lines=lines, **rate)
+
+
+def check_counts(snapshot: Snapshot, *, source: str | None) -> None:
+    """The header's frozen-tensor count against the names the file lists: a file cut short, or a
+    header left without its names, is refused before anything relies on it."""
+    listed = len(expand_lines(snapshot.lines))
+    if listed != snapshot.header.frozen_tensors:
+        raise SnapshotError(
+            f"the header says {snapshot.header.frozen_tensors} frozen tensors, the names list {listed}: the file is "
+            "cut short or was edited by hand; regenerate it with `mmfreeze snapshot --update RECIPE` and review it",
+            source=source)
 
 
 def _reach_lines(title: re.Match[str], lines: tuple[str, ...], *, source: str | None) -> ReachLines:

@@ -16,15 +16,17 @@ from pathlib import Path
 
 from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import SnapshotError
+from mmfreeze.regular_files import SNAPSHOT_LIMIT, read_regular
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX
 
 
 def read_stored(path: Path) -> str | None:
     """The stored text, or ``None`` when there is no file; a file that exists but cannot be read
-    is an error, not a missing snapshot."""
+    (a pipe, a device, beyond :data:`~mmfreeze.regular_files.SNAPSHOT_LIMIT`) is an error, not a
+    missing snapshot."""
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read()
+        # text mode's universal newlines, as syrupy's reader: a file saved with \r\n still matches
+        return read_regular(path, limit=SNAPSHOT_LIMIT).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as error:

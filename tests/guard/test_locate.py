@@ -79,3 +79,36 @@ def test_an_unparsable_snapshot_is_a_snapshot_error_naming_the_file(tmp_path):
         read_snapshot(broken, recipe=tmp_path / "x.yaml")
 
     assert caught.value.source == str(broken)
+
+
+def _copy_of_committed(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of a bundled recipe's committed snapshot, beside a recipe of the same name."""
+    snapshot = tmp_path / "a.yaml.frozen.txt"
+    snapshot.write_text(committed_snapshot(FINETUNE).read_text())
+    return snapshot, tmp_path / Path(FINETUNE).name
+
+
+@pytest.mark.parametrize("damage", ["cut_mid_file", "header_without_names"])
+def test_a_snapshot_whose_names_do_not_add_up_to_its_header_is_refused_before_anything_starts(tmp_path, damage):
+    """The launch reads the guard's snapshot before the command starts (`check_launch` calls
+    `read_snapshot`): a file cut short, or a header left without its names, is refused there."""
+    snapshot, recipe = _copy_of_committed(tmp_path)
+    text = snapshot.read_text()
+    head, body = text.split("\n---\n", 1)
+    snapshot.write_text(f"{head}\n---\n{body[: len(body) // 3]}" if damage == "cut_mid_file" else f"{head}\n---\n")
+    with pytest.raises(SnapshotError, match=r"the header says \d+ frozen tensors, the names list \d+: the file is cut short"):
+        read_snapshot(snapshot, recipe=Path(FINETUNE))
+
+
+@pytest.mark.parametrize("rate", ["-1", "1e999"])
+def test_a_snapshot_rate_a_recipe_would_refuse_is_refused(tmp_path, rate):
+    """The guard compares a group's rate with the snapshot's: a rate the recipe side refuses (negative,
+    not finite) is refused in the snapshot too, even where the optimizer group carries the same value."""
+    snapshot, _ = _copy_of_committed(tmp_path)
+    text = snapshot.read_text()
+    assert text.count("\n--- unreachable: ") == 1
+    snapshot.write_text(text.replace("\n--- unreachable: ", f"\n--- rate: lr_mult {rate}, wd_mult 1\nlm_head.weight"
+                                                          "\n--- unreachable: "))
+    expected = "must be a non-negative number" if rate == "-1" else "must be a finite number"
+    with pytest.raises(SnapshotError, match=expected):
+        read_snapshot(snapshot, recipe=Path(FINETUNE))
