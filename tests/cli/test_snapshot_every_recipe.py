@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.disk_cache import ENTRY_KEY
 from tests.cli.test_snapshot_faults import BUNDLED, bound_by_permissions, run, said, snapshot_of
 
 pytestmark = pytest.mark.slow  # each case runs the real command in a subprocess
@@ -48,6 +49,11 @@ def check(repo: Path, *paths: str, fault=None, cwd: Path | None = None):
 
 def outcomes(result) -> dict[str, tuple[str, str | None]]:
     return {entry["recipe"]: (entry["status"], entry["message"]) for entry in json.loads(result.stdout)["recipes"]}
+
+
+def bound(entry: Path, record: dict) -> bytes:
+    """``record`` as the entry of its own key (an entry names the key it belongs to)."""
+    return gzip.compress(json.dumps({**record, ENTRY_KEY: entry.name.removesuffix(".json.gz")}).encode())
 
 
 def address_space_limit() -> None:
@@ -90,7 +96,7 @@ def test_a_cached_failure_of_a_type_no_computation_stores_is_computed_again(repo
     `annotations` and `MissingModelConfigError` dropped the recipe from the report, with exit 0."""
     for entry in frozen_set_entries(repo):
         record = {"error_type": error_type, "message": "hand-edited", "key": None, "failed": True, "format": 9}
-        entry.write_bytes(gzip.compress(json.dumps(record).encode()))
+        entry.write_bytes(bound(entry, record))
 
     result = check(repo)
     assert result.returncode == ExitCode.OK, said(result)
@@ -103,7 +109,7 @@ def test_a_cached_failure_of_a_stored_type_is_the_recipes_input_error(repo: Path
     reports again without building: exit 3, the recipe named with the stored message."""
     for entry in frozen_set_entries(repo):
         record = {"error_type": "ModelBuildError", "message": "stored failure", "key": "model", "failed": True, "format": 9}
-        entry.write_bytes(gzip.compress(json.dumps(record).encode()))
+        entry.write_bytes(bound(entry, record))
 
     result = check(repo)
     assert result.returncode == ExitCode.INPUT_ERROR, said(result)

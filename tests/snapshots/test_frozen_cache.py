@@ -72,3 +72,14 @@ def test_key_changes_with_the_structure_the_code_the_release_and_every_section_t
 def test_key_ignores_sections_the_engine_does_not_read() -> None:
     base = frozen_set_key("structure", DOCUMENT, "code", "0.7")
     assert frozen_set_key("structure", {**DOCUMENT, "optim": {"lr": 2e-5}, "seed": 3}, "code", "0.7") == base
+
+
+def test_an_entry_copied_under_another_key_is_a_miss_not_that_keys_value(tmp_path: Path) -> None:
+    """Issue 48: an entry that decodes but belongs to another key was trusted, and `--check` passed a
+    recipe that trained a tower its snapshot says is frozen. Each entry names its key."""
+    FrozenSetCache(tmp_path).put("tower-frozen", record())
+    FrozenSetCache(tmp_path).put("tower-trained", record(LORA))
+    folder = tmp_path / "frozen_sets"
+    (folder / "tower-frozen.json.gz").write_bytes((folder / "tower-trained.json.gz").read_bytes())
+    assert FrozenSetCache(tmp_path).get("tower-frozen") is None
+    assert FrozenSetCache(tmp_path).get("tower-trained") == record(LORA)
