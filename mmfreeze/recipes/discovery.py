@@ -100,7 +100,7 @@ class RecipeFinder:
     documents: YamlDocuments = field(default_factory=YamlDocuments)
 
     @cached_property
-    def _exclude_patterns(self) -> tuple[re.Pattern[str], ...]:
+    def _exclude_patterns(self) -> tuple[PathGlob, ...]:
         return tuple(glob_pattern(glob) for glob in self.exclude)
 
     def is_excluded(self, path: Path) -> bool:
@@ -136,18 +136,47 @@ class RecipeFinder:
         )
 
 
-def glob_pattern(glob: str) -> re.Pattern[str]:
-    """A ``/``-separated path glob as a regular expression: ``*`` and ``?`` stay inside one folder
-    name, ``[...]`` is a character class, ``**`` spans any number of folders."""
-    parts: list[str] = []
-    segments = glob.strip("/").split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        parts.append(_segment_pattern(segment) + ("" if last else "/"))
-    return re.compile("".join(parts))
+@dataclass(frozen=True)
+class PathGlob:
+    """A ``/``-separated path glob: ``*`` and ``?`` stay inside one folder name, ``[...]`` is a
+    character class, ``**`` spans any number of folders (as the last part: anything below).
+
+    Matched folder by folder over a set of positions in the glob, so a path costs at most
+    (its folders) x (the glob's parts) steps, whatever the ``**``: a regular expression of nested
+    ``(?:[^/]+/)*`` took minutes on a glob of many ``**`` against a deep tree."""
+
+    parts: tuple[re.Pattern[str] | None, ...]
+    """One pattern per folder name; ``None`` for ``**``."""
+
+    def fullmatch(self, path: str) -> bool:
+        last = len(self.parts) - 1
+        states = self._closure({0})
+        for name in path.split("/"):
+            if last in states and self.parts[last] is None:
+                return True  # a last `**` takes the rest of the path, whatever it is
+            # a `**` takes one more non-empty folder name and stays; any other part takes a name it matches
+            states = self._closure({index + (part is not None) for index in states if index <= last
+                                    for part in (self.parts[index],)
+                                    if (part is None and name) or (part is not None and part.fullmatch(name))})
+            if not states:
+                return False
+        return last + 1 in states
+
+    def _closure(self, states: set[int]) -> set[int]:
+        """``states`` and the positions after each `**` that is not last (it may span no folder)."""
+        found, pending = set(states), list(states)
+        while pending:
+            index = pending.pop()
+            if index < len(self.parts) - 1 and self.parts[index] is None and index + 1 not in found:
+                found.add(index + 1)
+                pending.append(index + 1)
+        return found
+
+
+def glob_pattern(glob: str) -> PathGlob:
+    """``glob`` (relative to the repository root, ``/``-separated) as a :class:`PathGlob`."""
+    return PathGlob(tuple(None if part == "**" else re.compile(_segment_pattern(part))
+                          for part in glob.strip("/").split("/")))
 
 
 def _segment_pattern(segment: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mmfreeze.exceptions import RecipeError
-from mmfreeze.recipes.discovery import RecipeFinder, glob_pattern
+from mmfreeze.recipes.discovery import RecipeFinder, _segment_pattern, glob_pattern
 from mmfreeze.recipes.documents import YamlDocuments
 
 RECIPE = "model:\n  _target_: transformers.AutoModelForCausalLM.from_pretrained\n  pretrained_model_name_or_path: org/m\n"
@@ -89,3 +92,35 @@ def test_a_path_without_recipes_says_why(tmp_path: Path) -> None:
         "holds no recipe: 1 YAML file without a top-level `model:` section, 1 recipe excluded by [tool.mmfreeze] exclude"
     )
     assert found.under(tmp_path / "empty").why_no_recipe() == "holds no YAML recipe (*.yaml, *.yml)"
+
+
+def _nested_regex(glob: str) -> re.Pattern[str]:
+    """The regular expression exclude globs were matched with before issue 48 (`**` as nested
+    ``(?:[^/]+/)*``): the reference the linear matcher must agree with, on paths short enough for it."""
+    parts = []
+    segments = glob.strip("/").split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        parts.append((".*" if last else "(?:[^/]+/)*") if segment == "**" else
+                     _segment_pattern(segment) + ("" if last else "/"))
+    return re.compile("".join(parts))
+
+
+GLOB_PARTS = st.sampled_from(["**", "*", "a", "b?", "[ab]*", "*.yaml", "x*y"])
+PATH_PARTS = st.sampled_from(["a", "b", "ab", "a.yaml", "xzy", "b1", ""])
+
+
+@given(glob=st.lists(GLOB_PARTS, min_size=1, max_size=5).map("/".join),
+       path=st.lists(PATH_PARTS, min_size=1, max_size=6).map("/".join))
+def test_the_linear_glob_matcher_agrees_with_the_regular_expression_it_replaces(glob: str, path: str) -> None:
+    assert glob_pattern(glob).fullmatch(path) is bool(_nested_regex(glob).fullmatch(path))
+
+
+@pytest.mark.timeout(20)  # a hang guard, not a speed target: the nested expression took minutes here
+def test_an_exclude_glob_of_many_double_stars_against_a_deep_tree_is_matched_in_linear_time(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["d"] * 40)
+    deep.mkdir(parents=True)
+    (deep / "a.yaml").write_text(RECIPE)
+    finder = RecipeFinder(root=tmp_path, exclude=("/".join(["**"] * 30) + "/z*/*.yaml",))
+    found = finder.discover([tmp_path])
+    assert names(found.recipes, tmp_path) == ["/".join(["d"] * 40) + "/a.yaml"] and not found.excluded
