@@ -187,7 +187,14 @@ def _folder(name: str) -> Any:
                 f"expected a folder path relative to the repository root, e.g. {name} = \"{_EXAMPLES[name]}\"; "
                 f"got {value!r}", source=source, key=f"{TABLE}.{name}",
             )
-        return (root / Path(value).expanduser()).absolute()
+        folder = (root / Path(value).expanduser()).absolute()
+        if not folder.resolve().is_relative_to(root.resolve()):
+            raise SettingsError(
+                f"{value!r} resolves to {folder.resolve()}, outside the repository {root}: a setting names a folder "
+                f"inside it, e.g. {name} = \"{_EXAMPLES[name]}\" (a folder elsewhere can be given on the command "
+                f"line, --{'snapshot-dir' if name == 'snapshots' else name})", source=source, key=f"{TABLE}.{name}",
+            )
+        return folder
     return parse
 
 

@@ -130,3 +130,21 @@ def test_an_empty_snapshot_is_an_input_error_and_a_reordered_one_is_said_to_be_r
     assert empty.returncode == ExitCode.INPUT_ERROR and outcome["status"] == "input_error"
     assert outcome["message"] == ("snapshots/recipes/a.yaml.frozen.txt: the snapshot file is empty; "
                                   "`mmfreeze snapshot --update recipes/a.yaml` writes it again")
+
+
+@pytest.mark.slow
+def test_a_snapshot_subfolder_linked_outside_is_neither_written_nor_read(repo: Path, tmp_path: Path) -> None:
+    """Issue 48: `--update` wrote through the link, then crashed with a traceback."""
+    (repo / "recipes" / "team").mkdir()
+    shutil.move(repo / "recipes" / "a.yaml", repo / "recipes" / "team" / "a.yaml")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "snapshots" / "recipes").mkdir(parents=True)
+    (repo / "snapshots" / "recipes" / "team").symlink_to(outside)
+    result = command(repo, "snapshot", "--update", "--report", "json", "recipes")
+    assert result.returncode == ExitCode.INPUT_ERROR and "Traceback" not in result.stderr, result.stderr
+    [outcome] = json.loads(result.stdout)["recipes"]
+    assert outcome["message"] == (f"snapshots/recipes/team/a.yaml.frozen.txt: resolves through a symbolic link to "
+                                  f"{outside}, outside the snapshot folder {repo / 'snapshots'}; nothing read or "
+                                  "written there (replace the link with a folder)")
+    assert list(outside.iterdir()) == []

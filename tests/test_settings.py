@@ -102,3 +102,18 @@ def test_invalid_toml_is_reported_with_the_file(tmp_path: Path) -> None:
     root = repo(tmp_path, pyproject="[tool.mmfreeze\nconfigs = 'x'\n")
     with pytest.raises(SettingsError, match="not valid TOML"):
         find_settings([], cwd=root)
+
+
+@pytest.mark.parametrize("key", ["snapshots", "configs"])
+@pytest.mark.parametrize("value", ["../x", "/tmp/elsewhere", "linked"])
+def test_a_folder_setting_that_resolves_outside_the_repository_is_refused_naming_the_key(
+    tmp_path: Path, key: str, value: str,
+) -> None:
+    """Issue 48: `snapshots = "../x"` made `--update` write outside the repository, exit 0."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "linked").symlink_to(tmp_path)
+    (root / "pyproject.toml").write_text(f'[tool.mmfreeze]\n{key} = "{value}"\n')
+    with pytest.raises(SettingsError, match=rf"outside the repository {root}: a setting names a folder inside it") as raised:
+        find_settings(cwd=root)
+    assert raised.value.key == f"tool.mmfreeze.{key}"

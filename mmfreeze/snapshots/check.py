@@ -37,7 +37,7 @@ from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, link_key, recipe_key, recipe_path, scope_dir
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult, Status, unchecked_outcome
-from mmfreeze.snapshots.store import delete_stored, read_stored, snapshot_files, write_stored
+from mmfreeze.snapshots.store import check_inside, delete_stored, read_stored, snapshot_files, write_stored
 
 Mode = Literal["check", "update", "new-only", "accept-release"]
 """``check`` writes nothing; ``update`` accepts every change and deletes orphans; ``new-only``
@@ -200,6 +200,7 @@ def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> Recip
     computed = compute_snapshot(path, located.key, run.loading)
     text = render_snapshot(computed.snapshot)
     try:
+        check_inside(located.snapshot, run.snapshot_dir)
         stored = read_stored(located.snapshot)
     except SnapshotError as error:
         return located.outcome("input_error", run.root, message=f"{relative(located.snapshot, run.root)}: {error.message}")

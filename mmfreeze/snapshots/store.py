@@ -20,6 +20,15 @@ from mmfreeze.regular_files import SNAPSHOT_LIMIT, read_regular
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX
 
 
+def check_inside(path: Path, folder: Path) -> None:
+    """Refuse a snapshot path that resolves outside the snapshot ``folder`` (a linked subfolder):
+    nothing is read or written there."""
+    resolved = path.parent.resolve()
+    if not resolved.is_relative_to(folder.resolve()):
+        raise SnapshotError(f"resolves through a symbolic link to {resolved}, outside the snapshot folder {folder}; "
+                            "nothing read or written there (replace the link with a folder)", source=str(path))
+
+
 def read_stored(path: Path) -> str | None:
     """The stored text, or ``None`` when there is no file; a file that exists but cannot be read
     (a pipe, a device, beyond :data:`~mmfreeze.regular_files.SNAPSHOT_LIMIT`) is an error, not a
