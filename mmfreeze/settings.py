@@ -41,6 +41,8 @@ FALLBACK_SETTINGS: tuple[str, ...] = get_args(FallbackSetting)
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.mmfreeze"
 DEFAULT_SNAPSHOTS = "snapshots"
+VERBOSE_ENV = "MMFREEZE_VERBOSE"
+"""Set by `mmfreeze --verbose` (build workers inherit it): show what dependencies print as they import."""
 REPOSITORY_MARKERS = (".git", ".hg")
 """A folder holding one of these is a repository root: the search for settings stops there."""
 

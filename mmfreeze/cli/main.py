@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
 from mmfreeze import __version__
+from mmfreeze.settings import VERBOSE_ENV
 
 # Command name -> "module:attribute". Each command is imported only when it runs, so a warm
 # `snapshot --check` in CI does not pay for libcst and the migration rules it never uses.
@@ -34,8 +36,12 @@ class CommandTable(click.Group):
 
 @click.group(cls=CommandTable, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mmfreeze")
-def cli() -> None:
+@click.option("--verbose", is_flag=True,
+              help="Also show the warnings dependencies print as they import (torchao, megatron-fsdp): hidden by default.")
+def cli(verbose: bool) -> None:
     """Which parameters every multimodal training recipe freezes, and a safe migration of freeze_config."""
+    if verbose:
+        os.environ[VERBOSE_ENV] = "1"  # build workers inherit it
 
 
 def main() -> None:

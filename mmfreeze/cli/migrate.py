@@ -58,7 +58,9 @@ def migrate(
                                  allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
                                  builder=choose_builder(settings.builder, settings.builder_fallback))
         finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(roundtrip=True))
-        files = _recipes_and_sources(find_migratable(paths), finder)
+        found = find_migratable(paths)
+        files = _recipes_and_sources(found, finder)
+        excluded = sum(finder.is_excluded(path) for path in found)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE if "--disable" == error.key else ExitCode.INPUT_ERROR) from None
@@ -74,7 +76,7 @@ def migrate(
             click.echo(result.diff(), nl=False)
     write_errors = [] if (check or show_diff) else write_changed(files, results, root=settings.root)
     warn_on_cache_write(cache)
-    _print_report(results, report_format, mode, written=not (check or show_diff))
+    _print_report(results, report_format, mode, written=not (check or show_diff), excluded=excluded)
     if report_file is not None:
         report_file.write_text(render_markdown(results, mode=mode, limit=None), encoding="utf-8")
     for error in write_errors:
@@ -97,7 +99,7 @@ def _exit_code(results: list[FileResult], *, check: bool, strict: bool, write_fa
     return ExitCode.OK
 
 
-def _print_report(results: list[FileResult], report_format: str, mode: str, *, written: bool) -> None:
+def _print_report(results: list[FileResult], report_format: str, mode: str, *, written: bool, excluded: int) -> None:
     if report_format == "json":
         click.echo(render_json(results, mode=mode))
         return
@@ -113,6 +115,7 @@ def _print_report(results: list[FileResult], report_format: str, mode: str, *, w
             for line in details:
                 console.print(f"  {escape(line)}")
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
-    out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}")
+    skipped = f"; {excluded} excluded by [tool.mmfreeze] exclude" if excluded else ""
+    out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}{escape(skipped)}")
     if summary := integration_summary(results):
         out.print(escape(summary))

@@ -13,8 +13,9 @@ from mmfreeze.resolver.labels import ModuleGroup, describe_total
 
 Status = Literal[
     "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
-    "python-rewritten", "unchanged", "skipped", "kept",
+    "python-rewritten", "unchanged", "skipped", "kept", "recompiled",
 ]
+"""``recompiled``: only the compiled sections were written again, from a source that did not change."""
 REPORT_FORMATS = ("text", "markdown", "json")
 PYTHON_NOTE = (
     "Python call sites name no model: a call is rewritten only when bound to models "

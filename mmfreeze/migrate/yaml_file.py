@@ -252,8 +252,12 @@ def _result(
         status = "kept" if plan.kept else "already-migrated" if document.get("freeze_config") is not None \
             else "no-freeze-config"
         rewritten = MF004.id in rules or MF005.id in rules or MF006.id in rules
-        return FileResult(display=display, old_text=text, new_text=new_text,
-                          status="preserved" if rewritten else status, rules=tuple(rules), notes=moved)
+        if rules == [MF006.id] and is_compiled_layout(document):
+            status = "recompiled"
+        elif rewritten:
+            status = "preserved"
+        return FileResult(display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules),
+                          notes=moved)
     section = migration
     if section.module_reasons:
         status = "needs-escape-hatch"

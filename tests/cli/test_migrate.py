@@ -99,3 +99,24 @@ def test_bound_python_calls_are_rewritten_and_unbound_ones_reported_by_line(tmp_
     assert [(f["line"], f["rule"]) for f in entry["findings"]] == [(30, "MF101"), (48, "MF101"), (52, "MF101")]
     assert calls.read_text().count("apply_freeze_config(") == 4
     assert _run(str(calls), "--check").exit_code == 0
+
+
+def test_the_summary_counts_excluded_files_and_a_compiled_section_written_again_says_recompiled(tmp_path: Path,
+                                                                                              monkeypatch) -> None:
+    """Issue 48 item 7: the summary left excluded files out, and a recompile read "preserved, rewritten"."""
+    (tmp_path / "pyproject.toml").write_text('[tool.mmfreeze]\nframework = "0.7"\nexclude = ["recipes/drafts/**"]\n')
+    (tmp_path / "recipes" / "drafts").mkdir(parents=True)
+    shutil.copy(RECIPE, tmp_path / "recipes" / "a.yaml")
+    shutil.copy(RECIPE, tmp_path / "recipes" / "drafts" / "b.yaml")
+    monkeypatch.chdir(tmp_path)
+    first = _run("recipes")
+    assert first.exit_code == 0, first.output
+    assert "1 files: 1 preserved; 1 excluded by [tool.mmfreeze] exclude" in first.output
+    recipe = tmp_path / "recipes" / "a.yaml"
+    compiled = "    - {path: model.vision_tower}\n"
+    assert recipe.read_text().count(compiled) == 1
+    recipe.write_text(recipe.read_text().replace(compiled, "    - {path: model.vision_tower.vision_model}\n"))
+    again = _run("recipes")
+    assert again.exit_code == 0, again.output
+    assert "recipes/a.yaml: recompiled, rewritten" in again.output and "1 files: 1 recompiled" in again.output
+    assert "preserved" not in again.output
