@@ -14,11 +14,13 @@ SIGINT and SIGTERM are passed to the command, and its exit code is returned.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from mmfreeze.exceptions import IntegrationError
@@ -130,6 +132,31 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
         read_snapshot(find_snapshot(recipe, None), recipe=recipe)  # the guard's reference, before hours of setup
 
 
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option (linux/prctl.h): the signal a process gets when its parent dies."""
+
+
+def _die_with(launcher: int) -> Callable[[], None]:
+    """What the command's process runs between fork and exec: SIGTERM when the launcher dies (Linux;
+    elsewhere the process group alone), and an exit if it died before this ran."""
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform == "linux" else None
+
+    def arm() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != launcher:
+            os._exit(128 + signal.SIGTERM)
+
+    return arm
+
+
+def _signal_group(child: subprocess.Popen[bytes], number: int) -> None:
+    """``number`` to the command's whole process group: a command that exits on SIGTERM leaves none
+    of its own children behind."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, number)
+
+
 def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
     """Run ``command`` armed for the recipe it trains; its exit code (128 + N when signal N ended it)."""
     if not command:
@@ -137,10 +164,14 @@ def run_with_integration(command: Sequence[str], *, guard: bool | None) -> int:
     recipe = find_recipe(command)
     check_launch(recipe, guard=guard)
     try:
-        child = subprocess.Popen(list(command), env=activation_environment(recipe, guard=guard))
+        # Its own process group, which every forwarded signal reaches (the command's children too),
+        # and a parent-death signal: a launcher killed outright (SIGKILL) takes the command with it.
+        child = subprocess.Popen(list(command), env=activation_environment(recipe, guard=guard), process_group=0,
+                                 preexec_fn=_die_with(os.getpid()))
     except FileNotFoundError as error:
         raise IntegrationError(f"cannot run {command[0]!r}: {error.strerror}", key="train") from error
-    previous = {number: signal.signal(number, lambda received, _: child.send_signal(received)) for number in FORWARDED}
+    previous = {number: signal.signal(number, lambda received, _: _signal_group(child, received))
+                for number in FORWARDED}
     try:
         code = child.wait()
     finally:

@@ -135,3 +135,42 @@ def test_the_job_script_line_arms_a_launch_mmfreeze_does_not_start(snapshotted_r
     assert said.stdout.strip() == "['mmfreeze']", said.stdout + said.stderr
     refused = run([*MMFREEZE, "train", "--env", str(recipe), "automodel"], dict(os.environ), cwd=recipe.parents[1])
     assert refused.returncode == ExitCode.USAGE
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+SPAWNS_A_CHILD = ("import subprocess, sys, time\n"
+                  "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+                  "print(child.pid, flush=True)\n"
+                  "time.sleep(120)\n")
+"""A command that starts a child of its own and waits, printing the child's pid (issue 48)."""
+
+
+def test_a_command_dies_with_its_launcher_killed_outright(recipe: Path) -> None:
+    """SIGKILL runs nothing in the launcher: the command gets SIGTERM through its parent-death signal."""
+    child = "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)\n"
+    launch = subprocess.Popen([*MMFREEZE, "train", "--no-guard", "--", sys.executable, "-c", child, str(recipe)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = int(launch.stdout.readline())
+    launch.kill()
+    launch.wait(timeout=30)
+    assert _gone(command), "the command outlived its launcher"
+
+
+def test_sigterm_to_the_launcher_reaches_the_commands_own_children(recipe: Path) -> None:
+    launch = subprocess.Popen([*MMFREEZE, "train", "--no-guard", "--", sys.executable, "-c", SPAWNS_A_CHILD,
+                               str(recipe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    grandchild = int(launch.stdout.readline())
+    launch.send_signal(signal.SIGTERM)
+    launch.communicate(timeout=30)
+    assert launch.returncode == 128 + signal.SIGTERM
+    assert _gone(grandchild), "the command's own child outlived the SIGTERM its launcher passed on"
