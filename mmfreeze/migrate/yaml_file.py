@@ -37,7 +37,7 @@ from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.registry import apply_yaml_rules
 from mmfreeze.migrate.yaml.text import key_position
-from mmfreeze.models.framework import BuilderChoice
+from mmfreeze.models.framework import FALLBACK_PREFIX, BuilderChoice, built_label
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
@@ -51,6 +51,9 @@ from mmfreeze.releases import FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
+NOT_PROVEN_ON_THE_TRAINED_CLASS = (
+    "not proven on the class that trains: the framework's own class could not be built on meta here, and the "
+    "transformers class stood in (builder_fallback); prove it where the framework builds its class")
 _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 
 
@@ -195,7 +198,9 @@ def _compile(
     recipe = replace(recipe, document={**recipe.document, **{key: source[key] for key in ("freeze_config", OPTIMIZER)
                                                              if key in source and held is None}})
     built = models.structure_of(model_request(recipe, models.builder))
-    target = compile_target(models.framework, models.builder.label)
+    # the builder that really built it: a fallback to the transformers class is stamped as such
+    target = compile_target(models.framework, built_label(models.builder.label, build_note=built.build_note,
+                                                          built_by=built.built_by))
     try:
         compiled = compiled_sections(recipe, built, target=target)
     except NotNativelyExpressible as error:
@@ -246,7 +251,9 @@ def _result(
     text = file.text
     moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, file.tree, plan.rates),
              *((plan.kept,) if plan.kept else ()), *((plan.not_compiled,) if plan.not_compiled else ()),
-             *((f"compiled for {plan.compiled.compiled_for}",) if MF006.id in rules and plan.compiled else ()))
+             *((f"compiled for {plan.compiled.compiled_for}",) if MF006.id in rules and plan.compiled else ()),
+             *((NOT_PROVEN_ON_THE_TRAINED_CLASS,) if MF006.id in rules and plan.compiled
+               and FALLBACK_PREFIX in plan.compiled.compiled_for else ()))
     migration, targets = plan.migration, plan.targets
     if migration is None or targets is None:
         status = "kept" if plan.kept else "already-migrated" if document.get("freeze_config") is not None \

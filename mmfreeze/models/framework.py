@@ -224,8 +224,18 @@ def describe_build(
     ``built_by`` the framework's label when its class stood in for a missing transformers one."""
     if built_by:
         return {"builder": built_by, "divergence": ""}
-    builder = builder_label(spec)
-    if build_note:
-        builder = f"transformers (fallback from {builder})"
     divergence = divergence_statement(config, architecture, target=target, spec=spec, fallback_reason=build_note)
-    return {"builder": builder, "divergence": divergence}
+    return {"builder": built_label(builder_label(spec), build_note=build_note), "divergence": divergence}
+
+
+def built_label(label: str, *, build_note: str = "", built_by: str = "") -> str:
+    """What really built a model the builder ``label`` was asked for: the framework's label when its
+    class stood in (``built_by``), the transformers class after a fallback (``build_note`` says why)."""
+    if built_by:
+        return built_by
+    return f"{FALLBACK_PREFIX}{label})" if build_note else label
+
+
+FALLBACK_PREFIX = "transformers (fallback from "
+"""How a builder label starts when the transformers class stood in for the framework's (the
+snapshot header's ``builder``, a compiled section's ``compiled_for``)."""

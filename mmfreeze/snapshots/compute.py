@@ -18,7 +18,7 @@ from mmfreeze.freeze.compile_target import compile_target
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, describe_build
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, built_label, describe_build
 from mmfreeze.models.loader import ModelRequest, find_config, load_structure, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
@@ -184,4 +184,6 @@ def _reach(recipe: Recipe, result: FrozenSetResult) -> RecipeReach:
 
 def _compute(recipe: Recipe, options: LoadingOptions) -> FrozenSetResult:
     loaded = load_structure(options.request(recipe), options.cache, allow_network=options.allow_network)
-    return recipe_frozen_set(recipe, loaded.structure, target=compile_target(recipe.framework, options.builder.label))
+    structure = loaded.structure
+    label = built_label(options.builder.label, build_note=structure.build_note, built_by=structure.built_by)
+    return recipe_frozen_set(recipe, structure, target=compile_target(recipe.framework, label))
