@@ -48,11 +48,17 @@ def environment_snapshots(code: Path = REPO) -> Path:
     """The bundled recipes' snapshots made in an environment like this one, so that a check measures
     the check and not a release switch: the committed ones where they are made (nemo-automodel's
     pin), else the transformers classes' of the installed release, kept as a test fixture."""
-    from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+    from mmfreeze.versions import installed_version
 
     installed = installed_version("transformers")
     fixture = code / "tests" / "snapshots" / "fixtures" / f"transformers-{installed}"
-    return fixture if installed != SNAPSHOT_TRANSFORMERS_VERSION and fixture.is_dir() else code / "snapshots"
+    return fixture if installed != snapshot_release(code) and fixture.is_dir() else code / "snapshots"
+
+
+def snapshot_release(code: Path = REPO) -> str:
+    """The transformers release the committed snapshots name in their headers."""
+    first = next((code / "snapshots").rglob("*.frozen.txt"))
+    return next(line.split(": ", 1)[1] for line in first.read_text().splitlines() if line.startswith("transformers: "))
 PRE_MIGRATION = REPO / "tests" / "migrate" / "fixtures" / "pre_migration"
 WORKERS = len(os.sched_getaffinity(0))
 T = TypeVar("T")

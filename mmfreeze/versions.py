@@ -10,10 +10,6 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
-# Module trees (and so parameter names) change between transformers releases: the bundled
-# snapshots are valid for exactly this one. They are made where the bundled recipes train: beside
-# nemo-automodel 0.7.0 and its pin, with the framework's own classes (`.ci/framework_env`).
-SNAPSHOT_TRANSFORMERS_VERSION = "5.18.0"
 
 
 @cache

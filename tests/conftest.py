@@ -53,6 +53,10 @@ def recipes_under(folder: Path) -> tuple[Path, ...]:
 MMFREEZE = [sys.executable, "-c", "from mmfreeze.cli.main import cli; cli()"]
 """The command line in a fresh process (each test's own pytest session, build workers, signals)."""
 
+SNAPSHOT_TRANSFORMERS_VERSION = "5.18.0"
+"""The transformers release the bundled snapshots are made with: where the bundled recipes train,
+beside nemo-automodel 0.7.0 and its pin, with the framework's own classes (`.ci/framework_env`);
+their headers say so, and the README's main job installs it."""
 MAIN_TRANSFORMERS = "5.25.0"
 """The test environment's transformers (the README's test command pins it): the newest release the
 rest allows. The bundled snapshots name the framework's pin instead (``SNAPSHOT_TRANSFORMERS_VERSION``)."""

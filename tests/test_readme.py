@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION
-from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
+from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT, SNAPSHOT_TRANSFORMERS_VERSION
 
 
 def quick_start_commands() -> list[str]:

@@ -37,13 +37,16 @@ def test_the_readme_pins_the_snapshot_version_and_pyproject_allows_both_tested_r
 
     from packaging.requirements import Requirement
 
-    from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
+    from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT, SNAPSHOT_TRANSFORMERS_VERSION
 
     readme = (REPO_ROOT / "README.md").read_text()
-    assert f"transformers=={versions.SNAPSHOT_TRANSFORMERS_VERSION}" in readme
+    assert f"transformers=={SNAPSHOT_TRANSFORMERS_VERSION}" in readme
+    headers = {line for path in (REPO_ROOT / "snapshots").rglob("*.frozen.txt")
+               for line in path.read_text().splitlines() if line.startswith("transformers: ")}
+    assert headers == {f"transformers: {SNAPSHOT_TRANSFORMERS_VERSION}"}, "the committed snapshots name that release"
     dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     (transformers,) = [Requirement(d) for d in dependencies if Requirement(d).name == "transformers"]
-    assert transformers.specifier.contains(versions.SNAPSHOT_TRANSFORMERS_VERSION)
+    assert transformers.specifier.contains(SNAPSHOT_TRANSFORMERS_VERSION)
     assert transformers.specifier.contains(MAIN_TRANSFORMERS)
 
 

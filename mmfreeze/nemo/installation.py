@@ -79,7 +79,6 @@ HOOK_GROUPS: dict[str, tuple[HookPoint, ...]] = {
     "distributed": (PARSE_DISTRIBUTED, PARALLELIZE),
 }
 """What each need of a recipe (:attr:`RunContext.needs`) patches."""
-HOOK_POINTS = tuple(point for points in HOOK_GROUPS.values() for point in points)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
-from mmfreeze.versions import SNAPSHOT_TRANSFORMERS_VERSION, installed_version
+from mmfreeze.versions import installed_version
 from tests.cli.test_snapshot import run
-from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT, SUMMARY_LINE_PROPERTY, recipes_under
+from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT, SNAPSHOT_TRANSFORMERS_VERSION, SUMMARY_LINE_PROPERTY, recipes_under
 
 pytestmark = [
     pytest.mark.slow,  # the whole corpus
