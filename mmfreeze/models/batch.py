@@ -51,7 +51,7 @@ WORKER_DIED = (
     "the worker process building this model ended abruptly (killed, for instance by the "
     "out-of-memory killer, or crashed); --workers 1 builds in this process instead"
 )
-PRELOAD = ("torch", "transformers.modeling_utils", "transformers.models.auto.modeling_auto", "mmfreeze.models.loader")
+PRELOAD = ("mmfreeze.models.build_preload",)
 EXIT_WITH_PARENT = "mmfreeze.models.forkserver_exit"
 """Preloaded first, when the main thread starts the forkserver: the server dies with this process."""
 STOP_SECONDS = 5.0

@@ -11,18 +11,14 @@ does mmfreeze. A recipe's ``_target_`` is never imported. The meta-device instan
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import logging
-import os
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ModelBuildError
-from mmfreeze.settings import VERBOSE_ENV
 from mmfreeze.models.framework import BuildSpec, framework_class_for
+from mmfreeze.models.quiet import quiet_imports
 
 if TYPE_CHECKING:
     from torch import nn
@@ -55,7 +51,8 @@ def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: Buil
     """The model the framework builds from this config.json content, on the meta device.
     Errors are :class:`ModelBuildError` instances naming ``source`` and the ``model`` key."""
     try:
-        return _build(config, auto_class, spec)
+        with quiet_imports():  # a framework class may load a kernel package as it is built (the CUDA probe)
+            return _build(config, auto_class, spec)
     except ModelBuildError as error:
         raise type(error)(error.message, source=source, key="model") from error
 
@@ -113,27 +110,6 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
         ) from error
 
 
-@contextlib.contextmanager
-def _quiet_import() -> Iterator[None]:
-    """The framework's import without the warnings its dependencies print (torchao's pytree
-    registrations, megatron-fsdp without Transformer Engine): nothing a command reports depends on
-    them. `mmfreeze --verbose` shows them."""
-    if os.environ.get(VERBOSE_ENV):
-        yield
-        return
-    loggers = [logging.getLogger(name) for name in IMPORT_NOISE_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for logger in loggers:
-            logger.setLevel(logging.ERROR)
-        try:
-            yield
-        finally:
-            for logger, level in zip(loggers, levels, strict=True):
-                logger.setLevel(level)
-
-
 def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
     """The framework's own class for ``config``, or ``None`` when it builds the transformers class."""
     model_init = framework_module("nemo_automodel._transformers.model_init")
@@ -145,16 +121,11 @@ def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
         ) from error
 
 
-IMPORT_NOISE_LOGGERS = ("torch.utils._pytree",)
-"""Loggers a framework import writes to without saying anything about a model: torchao registers its
-enums with torch's pytree, which warns that this is deprecated."""
-
-
 def framework_module(name: str) -> Any:
     import importlib
 
     try:
-        with _quiet_import():
+        with quiet_imports():
             return importlib.import_module(name)
     except Exception as error:  # missing dependency, incompatible transformers
         from mmfreeze.models.build import environment_error

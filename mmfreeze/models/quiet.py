@@ -1,0 +1,46 @@
+"""Imports (and builds) of torch, transformers and the framework without what their dependencies print.
+
+torchao registers its enums with torch's pytree, which warns that this is deprecated; a kernel package
+asks torch for a CUDA runtime this machine does not have; megatron-fsdp warns that Transformer Engine is
+missing. Nothing a command reports depends on them. `mmfreeze --verbose` shows them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+
+from mmfreeze.settings import VERBOSE_ENV
+
+IMPORT_NOISE_LOGGERS = ("torch.utils._pytree", "torch.utils.cpp_extension")
+"""The loggers those imports write to."""
+
+
+@contextlib.contextmanager
+def quiet_imports() -> Iterator[None]:
+    """Python warnings, and those loggers below ERROR, dropped while the block imports."""
+    if os.environ.get(VERBOSE_ENV):
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in IMPORT_NOISE_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
+
+
+def quiet_workers() -> None:
+    """In a build worker (a process of mmfreeze's own, which only builds and probes): those loggers
+    below ERROR for good, since a probe's forward reaches the same packages again."""
+    if not os.environ.get(VERBOSE_ENV):
+        for name in IMPORT_NOISE_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
