@@ -285,3 +285,20 @@ def test_a_release_change_beside_a_real_change_is_changed(corpus: Path) -> None:
     assert result.returncode == ExitCode.CHANGED, result.stdout + result.stderr
     assert "recipes/vlm/a.yaml: changed" in result.stdout
     assert "recipes/vlm/b.yaml: version only" in result.stdout
+
+
+def test_a_repositorys_own_pytest_run_fails_on_an_orphan_and_deletes_it_under_snapshot_update(corpus: Path) -> None:
+    """The plugin is an adapter over the command's check: an orphan fails the run, listed in the
+    terminal summary, and `--snapshot-update` deletes it (syrupy's own session no longer decides)."""
+    (corpus / "pytest.ini").write_text("[pytest]\ntestpaths = recipes\nmmfreeze_recipes = recipes\n")
+    (corpus / "recipes" / "other" / "c.yaml").unlink()
+    orphan = corpus / "snapshots" / "recipes" / "other" / "c.yaml.frozen.txt"
+    pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    failed = subprocess.run(pytest_run, cwd=corpus, env=top_level_environment(), capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1 and "2 passed" in failed.stdout, failed.stdout + failed.stderr
+    assert ("mmfreeze: snapshots/recipes/other/c.yaml.frozen.txt: orphaned snapshot (recipe recipes/other/c.yaml is gone)"
+            in failed.stdout) and orphan.is_file()
+    updated = subprocess.run([*pytest_run, "--snapshot-update"], cwd=corpus, env=top_level_environment(),
+                             capture_output=True, text=True, timeout=300)
+    assert updated.returncode == 0 and "deleted snapshot" in updated.stdout, updated.stdout + updated.stderr
+    assert not orphan.exists()
