@@ -7,6 +7,7 @@ mapping runs both ways (an orphan is a snapshot whose recipe path no longer exis
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mmfreeze.exceptions import SnapshotError
@@ -36,7 +37,7 @@ def link_key(recipe: Path, root: Path) -> str:
 
 
 def _outside_message(recipe: Path, resolved: Path, root: Path) -> str:
-    if resolved == recipe.absolute():
+    if resolved == Path(os.path.abspath(recipe)):  # no link on the way (`..` is not one)
         return f"the recipe lies outside {root}; run from a folder that contains it"
     return (f"resolves through a symbolic link to {resolved}, outside the repository {root}: a recipe must lie "
             "inside the repository whose snapshots check it; copy the file in, or check it in its own repository")
