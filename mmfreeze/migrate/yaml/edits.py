@@ -38,13 +38,10 @@ class LineEdits:
         self.original = tuple(lines)
         self.source = source
         self._edits: list[LineEdit] = []
+        self._made = 0
         self.created: dict[tuple[str, ...], int] = {}
         """Mappings an edit created (key path from the top), and the original line their block
         ends before: a later rule that nests under one appends there (MF003 under MF002's)."""
-
-    @property
-    def changed(self) -> bool:
-        return bool(self._edits)
 
     def current(self, start: int, end: int) -> list[str]:
         """Original lines ``[start, end)`` as the edits inside them leave them."""
@@ -59,7 +56,8 @@ class LineEdits:
             raise MigrationError(f"two rewrites overlap at lines {start + 1}-{end} and {edit.start + 1}-{edit.end}; "
                                  "nothing written (please report this file)", source=self.source)
         kept = [edit for edit in self._edits if not (edit.inside(start, end) and start != end)]
-        self._edits = [*kept, LineEdit(start, end, tuple(lines), len(self._edits))]
+        self._made += 1
+        self._edits = [*kept, LineEdit(start, end, tuple(lines), self._made)]
 
     def insert(self, at: int, lines: list[str]) -> None:
         """Insert ``lines`` before original line ``at`` (after any insertion made there before)."""
