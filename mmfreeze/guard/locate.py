@@ -14,10 +14,10 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol, TypeAlias
 
 from mmfreeze.exceptions import SnapshotError
-from mmfreeze.regular_files import SNAPSHOT_LIMIT, read_regular
 from mmfreeze.snapshots.format import Snapshot, check_counts, parse_snapshot
 from mmfreeze.settings import find_settings
 from mmfreeze.snapshots.layout import snapshot_path
+from mmfreeze.snapshots.store import read_snapshot_text
 
 
 class RecipeLike(Protocol):
@@ -57,7 +57,7 @@ def find_snapshot(recipe: Path, snapshot: str | os.PathLike[str] | None) -> Path
 def read_snapshot(path: Path, *, recipe: Path) -> Snapshot:
     """The accepted snapshot at ``path``; it must exist, parse, and be the snapshot of a file named like ``recipe``."""
     try:
-        text = read_regular(path, limit=SNAPSHOT_LIMIT).decode("utf-8")
+        text = read_snapshot_text(path)
     except FileNotFoundError:
         raise SnapshotError(
             f"no accepted snapshot at {path}; run `mmfreeze snapshot --update {recipe}` and review it, "

@@ -29,13 +29,19 @@ def check_inside(path: Path, folder: Path) -> None:
                             "nothing read or written there (replace the link with a folder)", source=str(path))
 
 
+def read_snapshot_text(path: Path) -> str:
+    """A snapshot file's text: a regular file within :data:`~mmfreeze.regular_files.SNAPSHOT_LIMIT`,
+    read with text mode's universal newlines (as syrupy reads it: a file saved with ``\r\n``
+    still matches). Raises ``OSError`` (``FileNotFoundError`` when there is none) or
+    ``UnicodeDecodeError``; the check and the guard say what that means for them."""
+    return read_regular(path, limit=SNAPSHOT_LIMIT).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_stored(path: Path) -> str | None:
     """The stored text, or ``None`` when there is no file; a file that exists but cannot be read
-    (a pipe, a device, beyond :data:`~mmfreeze.regular_files.SNAPSHOT_LIMIT`) is an error, not a
-    missing snapshot."""
+    (a pipe, a device, too large) is an error, not a missing snapshot."""
     try:
-        # text mode's universal newlines, as syrupy's reader: a file saved with \r\n still matches
-        return read_regular(path, limit=SNAPSHOT_LIMIT).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        return read_snapshot_text(path)
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as error:

@@ -112,3 +112,10 @@ def test_a_snapshot_rate_a_recipe_would_refuse_is_refused(tmp_path, rate):
     expected = "must be a non-negative number" if rate == "-1" else "must be a finite number"
     with pytest.raises(SnapshotError, match=expected):
         read_snapshot(snapshot, recipe=Path(FINETUNE))
+
+
+def test_a_snapshot_saved_with_crlf_line_endings_is_read_as_the_check_reads_it(tmp_path):
+    """The guard reads a snapshot as `snapshot --check` does (text mode's universal newlines)."""
+    snapshot, _ = _copy_of_committed(tmp_path)
+    snapshot.write_bytes(snapshot.read_bytes().replace(b"\n", b"\r\n"))
+    assert read_snapshot(snapshot, recipe=Path(FINETUNE)).header.frozen_tensors > 0
