@@ -19,7 +19,7 @@ FACADE = PACKAGE
 
 LAYERS: tuple[frozenset[str], ...] = (
     # Foundations: any layer may import them; they import none of the layers.
-    frozenset({"exceptions", "atomic", "regular_files", "disk_cache", "versions", "releases", "settings", "pr_comment", "counts",
+    frozenset({"exceptions", "atomic", "regular_files", "parent_death", "disk_cache", "versions", "releases", "settings", "pr_comment", "counts",
                "suggest", "lazy_exports", "registry"}),
     frozenset({"recipes"}),
     frozenset({"models"}),

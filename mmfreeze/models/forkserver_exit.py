@@ -16,19 +16,8 @@ server itself, through its alive pipe, once the imports are done.
 
 from __future__ import annotations
 
-import ctypes
 import signal
-import sys
 
-PR_SET_PDEATHSIG = 1
-"""``prctl`` option (linux/prctl.h)."""
+from mmfreeze.parent_death import signal_on_parent_death
 
-
-def die_with_parent() -> None:
-    """SIGKILL this process when its parent ends (Linux; elsewhere nothing happens)."""
-    if not sys.platform.startswith("linux"):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
-
-
-die_with_parent()
+signal_on_parent_death(signal.SIGKILL)

@@ -15,7 +15,6 @@ SIGINT and SIGTERM are passed to the command, and its exit code is returned.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from mmfreeze.exceptions import IntegrationError
+from mmfreeze.parent_death import signal_on_parent_death
 from mmfreeze.guard.locate import find_snapshot, read_snapshot
 from mmfreeze.nemo.activate import ACTIVATE_ENV, GUARD_ENV, PREFIX_ENV, RECIPE_ENV
 from mmfreeze.nemo.context import run_context
@@ -132,18 +132,12 @@ def check_launch(recipe: Path, *, guard: bool | None) -> None:
         read_snapshot(find_snapshot(recipe, None), recipe=recipe)  # the guard's reference, before hours of setup
 
 
-PR_SET_PDEATHSIG = 1
-"""``prctl`` option (linux/prctl.h): the signal a process gets when its parent dies."""
-
-
 def _die_with(launcher: int) -> Callable[[], None]:
     """What the command's process runs between fork and exec: SIGTERM when the launcher dies (Linux;
     elsewhere the process group alone), and an exit if it died before this ran."""
-    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform == "linux" else None
 
     def arm() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        signal_on_parent_death(signal.SIGTERM)
         if os.getppid() != launcher:
             os._exit(128 + signal.SIGTERM)
 
