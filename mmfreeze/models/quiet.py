@@ -25,22 +25,23 @@ def quiet_imports() -> Iterator[None]:
     if os.environ.get(VERBOSE_ENV):
         yield
         return
-    loggers = [logging.getLogger(name) for name in IMPORT_NOISE_LOGGERS]
-    levels = [logger.level for logger in loggers]
+    levels = {name: logging.getLogger(name).level for name in IMPORT_NOISE_LOGGERS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for logger in loggers:
-            logger.setLevel(logging.ERROR)
+        _set_levels(dict.fromkeys(levels, logging.ERROR))
         try:
             yield
         finally:
-            for logger, level in zip(loggers, levels, strict=True):
-                logger.setLevel(level)
+            _set_levels(levels)
 
 
 def quiet_workers() -> None:
     """In a build worker (a process of mmfreeze's own, which only builds and probes): those loggers
     below ERROR for good, since a probe's forward reaches the same packages again."""
     if not os.environ.get(VERBOSE_ENV):
-        for name in IMPORT_NOISE_LOGGERS:
-            logging.getLogger(name).setLevel(logging.ERROR)
+        _set_levels(dict.fromkeys(IMPORT_NOISE_LOGGERS, logging.ERROR))
+
+
+def _set_levels(levels: dict[str, int]) -> None:
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)

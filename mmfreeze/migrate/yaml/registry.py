@@ -37,8 +37,8 @@ def apply_yaml_rules(text: str, context: YamlContext, disabled: Collection[str] 
     for rule, plan in YAML_RULES:
         if rule.id in disabled:
             continue
-        before = edits.text()
         plan(context, edits)
-        if edits.text() != before:
+        if (after := edits.text()) != text:  # a rule may restate what is there: changed text alone counts
             applied.append(rule.id)
-    return edits.text(), applied
+            text = after
+    return text, applied
