@@ -1,4 +1,5 @@
-"""`mmfreeze configs pull PATHS`: the configs folder a repository's recipes need, from the Hub, once."""
+"""`mmfreeze configs pull PATHS`: the configs folder a repository's recipes need, from the Hub (or,
+offline, the local Hugging Face cache), once."""
 
 from __future__ import annotations
 
@@ -14,15 +15,24 @@ from mmfreeze.cli.recipes import print_skipped, require_recipes_in_each
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.freeze.recipe_model import recipe_model_reader
 from mmfreeze.models.config_folder import RECORD_FILE
-from mmfreeze.models.hub import HUB_ANSWER_SECONDS, check_hub_answers, hub_endpoint
+from mmfreeze.models.hub import (
+    HUB_ANSWER_SECONDS,
+    OFFLINE_VARIABLE,
+    hub_cache_folder,
+    hub_endpoint,
+    hub_offline,
+    hub_unreachable,
+)
 from mmfreeze.models.pull import Pulled, plan_pull, pull_configs
 from mmfreeze.recipes.recipe import display_path
 
 PULL_EPILOG = (
     "Writes <configs>/<org>/<name>/config.json (the Hub's file, unchanged) and, beside it, "
     f"{RECORD_FILE} with the commit it came from. Ids already in a local directory, the configs folder or "
-    "the bundled registry are not fetched, so a second pull fetches nothing. Uses HF_ENDPOINT and HF_TOKEN; "
-    f"a hub that refuses the connection or does not answer within {HUB_ANSWER_SECONDS:g} s ends the pull at once. "
+    "the bundled registry are not fetched, so a second pull fetches nothing. Uses HF_ENDPOINT and HF_TOKEN. "
+    f"With HF_HUB_OFFLINE set, or a hub that refuses the connection or does not answer within {HUB_ANSWER_SECONDS:g} s, "
+    "each config is copied from the local Hugging Face cache (HF_HUB_CACHE), at the commit its refs/main records, "
+    "and recorded as from the cache; an id the cache lacks fails. "
     "Exit codes: 0 every config is there, 2 usage error (no configs folder, a path without recipes), "
     "3 a recipe could not be read or a config could not be fetched."
 )
@@ -37,7 +47,8 @@ def configs() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @configs_option
 def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
-    """Download the config.json of every model the recipes under PATHS name and no offline source has."""
+    """Pull the config.json of every model the recipes under PATHS name and no carried source has: from
+    the Hub, or offline from the local Hugging Face cache."""
     settings = repository_settings(paths, configs=configs)
     if settings.configs is None:
         raise click.UsageError(
@@ -55,16 +66,12 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
                      read_model=recipe_model_reader(finder.documents, root=settings.root))
     for error in plan.errors:
         report_error(error)
-    if plan.missing:
-        try:
-            check_hub_answers(hub_endpoint())
-        except MmfreezeError as error:
-            report_error(error)
-            raise SystemExit(ExitCode.INPUT_ERROR) from None
+    offline = bool(plan.missing) and _offline()
     failed = 0
-    for outcome in pull_configs(list(plan.missing), settings.configs):
+    for outcome in pull_configs(list(plan.missing), settings.configs, offline=offline):
         if isinstance(outcome, Pulled):
-            out.print(f"pulled {escape(outcome.model_id)} @ {outcome.revision[:12]} -> "
+            origin = " from the hub cache" if outcome.source == "hf-cache" else ""
+            out.print(f"pulled {escape(outcome.model_id)} @ {outcome.revision[:12]}{origin} -> "
                       f"{escape(display_path(outcome.config_file))}")
         else:
             failed += 1
@@ -74,3 +81,17 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
     err.print(f"[bold]configs[/]: {pulled} pulled, {failed} failed, {len(plan.available)} already available "
               f"(into {escape(display_path(settings.configs))})")
     raise SystemExit(ExitCode.INPUT_ERROR if failed or plan.errors else ExitCode.OK)
+
+
+def _offline() -> bool:
+    """Whether this pull reads the hub cache instead of the hub, said once on stderr when so."""
+    cache = escape(str(hub_cache_folder(None)))
+    if hub_offline():
+        err.print(f"{OFFLINE_VARIABLE} is set: configs are copied from the hub cache {cache}, not asked of the hub")
+        return True
+    endpoint = hub_endpoint()
+    why = hub_unreachable(endpoint)
+    if why is not None:
+        err.print(f"the hub at {escape(endpoint)} cannot be reached ({escape(why)}): configs are copied from the hub "
+                  f"cache {cache} instead. Set HF_ENDPOINT to a hub this machine reaches to pull from a hub")
+    return why is not None

@@ -5,7 +5,13 @@ local dir gives::
 
     <configs>/Qwen/Qwen2.5-VL-7B-Instruct/config.json     the Hub's file, byte for byte
     <configs>/Qwen/Qwen2.5-VL-7B-Instruct/mmfreeze.json   written by `mmfreeze configs pull`:
-        {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct", "revision": "<commit sha>", "sha256": "<of config.json>"}
+        {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct", "revision": "<commit sha>", "sha256": "<of config.json>",
+         "source": "hub"}
+
+``source`` says where the bytes came from: ``hub`` (downloaded, or the cache's copy of the commit
+the hub named) or ``hf-cache`` (the local Hugging Face cache's copy of the commit its ``refs/main``
+records, taken offline: nobody asked the hub whether that is still ``main``). A record written
+before ``source`` existed came from the hub.
 
 Ids are matched case-insensitively, as the Hub matches them. A ``config.json`` added by hand needs
 no ``mmfreeze.json``; one whose content no longer matches its record's ``sha256`` is treated as
@@ -20,12 +26,14 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import ConfigSourceError
 
 CONFIG_FILE = "config.json"
 RECORD_FILE = "mmfreeze.json"
+PullSource = Literal["hub", "hf-cache"]
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
@@ -43,6 +51,7 @@ class PullRecord:
     """The commit sha of the Hub repository the file was downloaded at."""
     sha256: str
     """Of ``config.json`` as written: a later hand edit is detected."""
+    source: PullSource = "hub"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,19 +107,22 @@ def read_pull_record(folder: Path, content: bytes) -> PullRecord | None:
         return None
     try:
         record = PullRecord(**json.loads(record_file.read_text(encoding="utf-8")))
+        if record.source not in get_args(PullSource):
+            raise ValueError(f"source {record.source!r} is none of {', '.join(get_args(PullSource))}")
     except (OSError, ValueError, TypeError) as error:
         raise ConfigSourceError(
-            f"{record_file} is not a pull record ({{\"model_id\", \"revision\", \"sha256\"}}): {error}; "
-            "delete it and pull again"
+            f"{record_file} is not a pull record ({{\"model_id\", \"revision\", \"sha256\", \"source\"}}): "
+            f"{error}; delete it and pull again"
         ) from error
     return record if hashlib.sha256(content).hexdigest() == record.sha256 else None
 
 
-def write_pulled_config(configs_dir: Path, model_id: str, content: bytes, *, revision: str) -> Path:
-    """Write a downloaded ``config.json`` (unchanged) and its record; returns the config file."""
+def write_pulled_config(configs_dir: Path, model_id: str, content: bytes, *, revision: str, source: PullSource) -> Path:
+    """Write a pulled ``config.json`` (unchanged) and its record; returns the config file."""
     folder = model_folder(configs_dir, model_id)
     folder.mkdir(parents=True, exist_ok=True)
-    record = PullRecord(model_id=model_id, revision=revision, sha256=hashlib.sha256(content).hexdigest())
+    record = PullRecord(model_id=model_id, revision=revision, sha256=hashlib.sha256(content).hexdigest(),
+                        source=source)
     replace_file(folder / CONFIG_FILE, content)
     replace_file(folder / RECORD_FILE, (json.dumps(asdict(record), indent=2) + "\n").encode())
     return folder / CONFIG_FILE

@@ -35,7 +35,7 @@ class ModelConfigSource:
     config: Mapping[str, Any]
     provenance: str | None = None
     """For registry entries: ``checkpoint``, ``partial``, ``transformers-default`` or ``framework-default``; for the configs
-    folder: ``checkpoint`` when `mmfreeze configs pull` wrote the file and it is unchanged since."""
+    folder: where `mmfreeze configs pull` took the file from (``hub`` or ``hf-cache``), when it is unchanged since."""
     revision: str | None = None
     """The Hub commit the config was downloaded at, when known (configs-folder entries that
     `mmfreeze configs pull` wrote, the hub cache's and the hub's own)."""
@@ -149,7 +149,7 @@ def _from_configs_folder(model_id: str, configs_dir: Path, *, source: str | None
         kind="configs",
         location=entry.location,
         config=_parse_json(content.decode("utf-8", errors="replace"), str(entry.config_file), source),
-        provenance="checkpoint" if record is not None else None,
+        provenance=record.source if record is not None else None,
         revision=record.revision if record is not None else None,
     )
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, requires
+from importlib.metadata import requires
 from typing import Any, Literal
 
 from mmfreeze.exceptions import SettingsError

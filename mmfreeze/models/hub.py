@@ -74,8 +74,6 @@ def cached_main_config(model_id: str, *, hub_cache: Path | None = None) -> Fetch
     offline; ``None`` when the cache has none."""
     if not is_hub_id(model_id):
         return None
-    from huggingface_hub import constants
-
     ref = _model_cache_folder(model_id, hub_cache) / "refs" / "main"
     try:
         commit = ref.read_text(encoding="ascii", errors="replace").strip()[:41] if ref.is_file() else ""
@@ -86,15 +84,20 @@ def cached_main_config(model_id: str, *, hub_cache: Path | None = None) -> Fetch
     content = cached_config(model_id, commit, hub_cache)
     if content is None:
         return None
-    origin = f"the hub cache's copy of {commit[:12]} ({constants.HF_HUB_CACHE if hub_cache is None else hub_cache})"
+    origin = f"the hub cache's copy of {commit[:12]} ({hub_cache_folder(hub_cache)})"
     _check_json_object(content, origin, model_id)
     return FetchedConfig(model_id=model_id, commit=commit, content=content, origin=origin)
 
 
-def _model_cache_folder(model_id: str, hub_cache: Path | None) -> Path:
+def hub_cache_folder(hub_cache: Path | None) -> Path:
+    """``hub_cache``, else huggingface_hub's own cache folder (``HF_HUB_CACHE``, ``HF_HOME``/hub)."""
     from huggingface_hub import constants
 
-    return Path(hub_cache or constants.HF_HUB_CACHE) / ("models--" + model_id.replace("/", "--"))
+    return Path(hub_cache or constants.HF_HUB_CACHE)
+
+
+def _model_cache_folder(model_id: str, hub_cache: Path | None) -> Path:
+    return hub_cache_folder(hub_cache) / ("models--" + model_id.replace("/", "--"))
 
 
 def _check_json_object(content: bytes, origin: str, model_id: str) -> None:
@@ -106,6 +109,15 @@ def _check_json_object(content: bytes, origin: str, model_id: str) -> None:
                                 f"{first_line(error)}; nothing was written", source=model_id) from error
 
 
+OFFLINE_VARIABLE = "HF_HUB_OFFLINE"
+
+
+def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` asks for no hub request (read at each call, with huggingface_hub's
+    own reading of a true value)."""
+    return os.environ.get(OFFLINE_VARIABLE, "").upper() in {"1", "ON", "YES", "TRUE"}
+
+
 def hub_endpoint() -> str:
     """Where configs are pulled from: ``HF_ENDPOINT`` (read at each call), else the Hugging Face Hub."""
     from huggingface_hub import constants
@@ -113,23 +125,18 @@ def hub_endpoint() -> str:
     return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
 
 
-def check_hub_answers(endpoint: str, *, timeout: float = HUB_ANSWER_SECONDS) -> None:
-    """One request to ``endpoint`` before any download: a hub that refuses the connection, or does
-    not answer within ``timeout`` seconds, fails the pull at once with one error (any HTTP status
+def hub_unreachable(endpoint: str, *, timeout: float = HUB_ANSWER_SECONDS) -> str | None:
+    """Why ``endpoint`` cannot be reached, from one request made before any download (a refused
+    connection, or no answer within ``timeout`` seconds); ``None`` when it answers (any HTTP status
     is an answer)."""
     try:
         with urllib.request.urlopen(urllib.request.Request(endpoint.rstrip("/") + "/", method="HEAD"), timeout=timeout):
-            return
+            return None
     except urllib.error.HTTPError:
-        return
+        return None
     except OSError as error:  # URLError (refused, unresolvable) and a read timeout alike
         reason = getattr(error, "reason", error)
-        why = f"no answer within {timeout:g} s" if isinstance(reason, TimeoutError) else f"{type(reason).__name__}: {reason}"
-        raise ConfigSourceError(
-            f"the hub at {endpoint} cannot be reached ({why}); nothing was pulled. Set HF_ENDPOINT to a hub "
-            "this machine reaches, or put each config.json in the configs folder as <org>/<name>/config.json",
-            key="HF_ENDPOINT",
-        ) from None
+        return f"no answer within {timeout:g} s" if isinstance(reason, TimeoutError) else f"{type(reason).__name__}: {reason}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,11 @@ it): a config found only there is pulled into the folder too (the hub is asked w
 ``main`` is, and the cached copy of that commit is used instead of downloading it again). Ids are
 compared case-insensitively, as the Hub compares them; the first spelling met names the folder.
 
+Offline (``HF_HUB_OFFLINE`` set, or a hub that cannot be reached), a pull copies each missing
+config from the local Hugging Face cache instead: the copy of the commit the cache's ``refs/main``
+records, through the same checks, recorded as ``source: hf-cache`` (nobody asked the hub whether
+that commit is still ``main``). An id the cache does not hold is an error naming the cache.
+
 What is read from the hub, and how it is kept to its folders: :mod:`mmfreeze.models.hub`. A pull
 writes only the configs folder, whatever the server sends.
 """
@@ -21,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
-from mmfreeze.models.config_folder import CONFIG_FILE, is_hub_id, model_folder, write_pulled_config
+from mmfreeze.models.config_folder import CONFIG_FILE, PullSource, is_hub_id, model_folder, write_pulled_config
 from mmfreeze.models.config_sources import find_offline_config
-from mmfreeze.models.hub import fetch_config
+from mmfreeze.models.hub import cached_main_config, fetch_config, hub_cache_folder
 
 PULL_THREADS = 8
 
@@ -60,6 +65,7 @@ class Pulled:
     model_id: str
     revision: str
     config_file: Path
+    source: PullSource
 
 
 def plan_pull(recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelReader) -> PullPlan:
@@ -90,30 +96,39 @@ def plan_pull(recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelRe
 
 
 def pull_configs(
-    model_ids: Sequence[str], configs_dir: Path, *, hub_cache: Path | None = None
+    model_ids: Sequence[str], configs_dir: Path, *, hub_cache: Path | None = None, offline: bool = False,
 ) -> Iterator[Pulled | ConfigSourceError]:
     """Fetch each id's ``config.json`` into ``configs_dir``, a few at a time; results in ``model_ids``' order."""
     with ThreadPoolExecutor(max_workers=max(1, min(PULL_THREADS, len(model_ids)))) as pool:
-        yield from pool.map(lambda model_id: _pull_or_error(model_id, configs_dir, hub_cache), model_ids)
+        yield from pool.map(lambda model_id: _pull_or_error(model_id, configs_dir, hub_cache, offline), model_ids)
 
 
-def _pull_or_error(model_id: str, configs_dir: Path, hub_cache: Path | None) -> Pulled | ConfigSourceError:
+def _pull_or_error(model_id: str, configs_dir: Path, hub_cache: Path | None, offline: bool) -> Pulled | ConfigSourceError:
     try:
-        return pull_config(model_id, configs_dir, hub_cache=hub_cache)
+        return pull_config(model_id, configs_dir, hub_cache=hub_cache, offline=offline)
     except ConfigSourceError as error:
         return error
 
 
-def pull_config(model_id: str, configs_dir: Path, *, hub_cache: Path | None = None) -> Pulled:
-    """Download ``model_id``'s ``config.json`` from the Hub (:func:`~mmfreeze.models.hub.fetch_config`)
-    and write it, unchanged, with its pull record. The revision is the commit the Hub resolved
-    ``main`` to."""
-    fetched = fetch_config(model_id, hub_cache=hub_cache)
-    written = _write(configs_dir, model_id, fetched.content, revision=fetched.commit)
-    return Pulled(model_id=model_id, revision=fetched.commit, config_file=written)
+def pull_config(model_id: str, configs_dir: Path, *, hub_cache: Path | None = None, offline: bool = False) -> Pulled:
+    """Write ``model_id``'s ``config.json``, unchanged, with its pull record: from the Hub
+    (:func:`~mmfreeze.models.hub.fetch_config`; the revision is the commit it resolved ``main`` to),
+    or ``offline`` from the hub cache (the revision is the commit the cache's ``refs/main`` names)."""
+    if offline:
+        fetched = cached_main_config(model_id, hub_cache=hub_cache)
+        if fetched is None:
+            raise ConfigSourceError(
+                f"the hub cache {hub_cache_folder(hub_cache)} has no {CONFIG_FILE} of this id (at the commit its "
+                "refs/main names), and the hub is not asked offline; pull where a hub is reachable, or put the file "
+                "in the configs folder as <org>/<name>/config.json", source=model_id)
+        source: PullSource = "hf-cache"
+    else:
+        fetched, source = fetch_config(model_id, hub_cache=hub_cache), "hub"
+    written = _write(configs_dir, model_id, fetched.content, revision=fetched.commit, source=source)
+    return Pulled(model_id=model_id, revision=fetched.commit, config_file=written, source=source)
 
 
-def _write(configs_dir: Path, model_id: str, content: bytes, *, revision: str) -> Path:
+def _write(configs_dir: Path, model_id: str, content: bytes, *, revision: str, source: PullSource) -> Path:
     """The config and its record, written where the id names, which must resolve inside ``configs_dir``."""
     folder = model_folder(configs_dir, model_id)
     try:
@@ -121,7 +136,7 @@ def _write(configs_dir: Path, model_id: str, content: bytes, *, revision: str) -
         if not resolved.is_relative_to(configs_dir.resolve()):
             raise ConfigSourceError(f"{folder} resolves to {resolved}, outside the configs folder {configs_dir}; "
                                     "nothing was written", source=model_id)
-        return write_pulled_config(configs_dir, model_id, content, revision=revision)
+        return write_pulled_config(configs_dir, model_id, content, revision=revision, source=source)
     except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (Python before 3.13)
         raise ConfigSourceError(f"cannot write {folder / CONFIG_FILE}: {error}", source=model_id) from error
 

@@ -119,7 +119,7 @@ class SnapshotHeader:
     model_id: str
     config: str
     """Where the model config came from and how faithful it is to the published checkpoint's:
-    ``registry (published|partial|default)``, ``hf-cache (published)``, ``local``, ..."""
+    ``registry (published|partial|default)``, ``configs (hub|hf-cache|local)``, ``hf-cache``, ``hub``, ``local``."""
     architecture: str
     """Class name of the built model."""
     builder: str = "transformers"
@@ -264,15 +264,18 @@ def _check_storable(value: str, recipe: str | None) -> None:
 FIDELITY = {"checkpoint": "published", "partial": "partial", "transformers-default": "default",
             "framework-default": "default"}
 """Registry provenance -> what a reviewer needs to know: are these the published checkpoint's values?"""
-DOWNLOADED_KINDS = frozenset({"hf-cache", "hub"})
 
 
 def describe_config_source(kind: str, provenance: str | None) -> str:
-    """``registry (published)``; a config from the Hub (or its cache) is the published one, a
-    local file is whatever the user gave."""
-    if provenance is not None:
+    """Where the config came from, and only what is known of it: ``registry (published)`` (the
+    bundled entry says how faithful it is), ``configs (hub)`` or ``configs (hf-cache)`` (what
+    `configs pull` recorded), ``configs (local)`` (a file placed by hand), ``hf-cache``, ``hub``,
+    ``local``. A file from a cache or a folder may be a stand-in, so nothing else is called published."""
+    if kind == "registry" and provenance is not None:
         return f"{kind} ({FIDELITY.get(provenance, provenance)})"
-    return f"{kind} (published)" if kind in DOWNLOADED_KINDS else kind
+    if kind == "configs":
+        return f"{kind} ({provenance or 'local'})"
+    return kind
 
 
 def body_lines(names: frozenset[str], *, recipe: str | None) -> tuple[str, ...]:

@@ -109,27 +109,78 @@ def pull_from(repo: Path, endpoint: str) -> tuple[subprocess.CompletedProcess[st
     return result, time.monotonic() - started
 
 
-def assert_one_line(result: subprocess.CompletedProcess[str], endpoint: str, why: str) -> None:
+def assert_sent_to_the_empty_cache(result: subprocess.CompletedProcess[str], repo: Path, endpoint: str, why: str) -> None:
+    """An unreachable hub sends the pull to the hub cache, said once; the id the (empty) cache lacks fails, named."""
+    cache = repo.parent / ".hf-home" / "hub"
     assert result.returncode == ExitCode.INPUT_ERROR
-    assert result.stderr.strip().splitlines() == [
-        f"error: HF_ENDPOINT: the hub at {endpoint} cannot be reached ({why}); nothing was pulled. Set HF_ENDPOINT "
-        "to a hub this machine reaches, or put each config.json in the configs folder as <org>/<name>/config.json"
-    ], result.stderr
-
-
-def test_a_hub_that_refuses_the_connection_ends_the_pull_at_once_with_one_line(tmp_path: Path) -> None:
-    endpoint = f"http://127.0.0.1:{closed_loopback_port()}"
-    result, seconds = pull_from(team_repo(tmp_path), endpoint)
-    assert_one_line(result, endpoint, "ConnectionRefusedError: [Errno 111] Connection refused")
-    assert seconds < 10, f"the pull took {seconds:.1f} s against a closed port (huggingface_hub retries for minutes)"
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == (f"the hub at {endpoint} cannot be reached ({why}): configs are copied from the hub cache "
+                        f"{cache} instead. Set HF_ENDPOINT to a hub this machine reaches to pull from a hub")
+    assert lines[1].startswith(f"error: tiny-org/Tiny-Llava: the hub cache {cache} has no config.json of this id"), lines
+    assert lines[2:] == ["configs: 0 pulled, 1 failed, 1 already available (into model_configs)"], lines
 
 
 @pytest.mark.slow  # it waits out the hub's silence by design
-def test_a_hub_that_accepts_and_never_answers_ends_the_pull_within_a_minute_with_one_line(tmp_path: Path) -> None:
+def test_a_hub_that_accepts_and_never_answers_sends_the_pull_to_the_hub_cache_within_a_minute(tmp_path: Path) -> None:
     with socket.socket() as silent:  # the kernel completes connections; nothing ever reads or answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         endpoint = "http://127.0.0.1:%d" % silent.getsockname()[1]
-        result, seconds = pull_from(team_repo(tmp_path), endpoint)
-    assert_one_line(result, endpoint, f"no answer within {HUB_ANSWER_SECONDS:g} s")
+        repo = team_repo(tmp_path)
+        result, seconds = pull_from(repo, endpoint)
+    assert_sent_to_the_empty_cache(result, repo, endpoint, f"no answer within {HUB_ANSWER_SECONDS:g} s")
     assert seconds < 60, f"the pull took {seconds:.1f} s against a silent hub"
+
+
+def fill_hub_cache(hf_home: Path, hub: LocalHub, model_id: str) -> None:
+    """The machine's Hugging Face cache as huggingface_hub itself lays it out: blobs, a snapshot
+    link, refs/main, written by its own download from the loopback hub."""
+    from huggingface_hub import hf_hub_download
+
+    hf_hub_download(model_id, "config.json", cache_dir=hf_home / "hub", endpoint=hub.endpoint)
+
+
+@pytest.mark.parametrize("offline", ["HF_HUB_OFFLINE=1", "hub unreachable"])
+def test_an_offline_pull_copies_the_hub_caches_config_and_records_it_came_from_the_cache(
+    tmp_path: Path, offline: str,
+) -> None:
+    repo = team_repo(tmp_path)
+    with LocalHub({"tiny-org/Tiny-Llava": {"config.json": CONFIG}}) as hub:
+        fill_hub_cache(tmp_path / ".hf-home", hub, "tiny-org/Tiny-Llava")
+        commit = hub.commit_of("tiny-org/Tiny-Llava")
+    env = {**os.environ, "CI": "true", "HF_HOME": str(tmp_path / ".hf-home"),
+           "HF_ENDPOINT": f"http://127.0.0.1:{closed_loopback_port()}"}
+    if offline == "HF_HUB_OFFLINE=1":
+        env["HF_HUB_OFFLINE"] = "1"
+    result = subprocess.run([*MMFREEZE, "configs", "pull", "recipes"], cwd=repo, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    said = ("HF_HUB_OFFLINE is set: configs are copied from the hub cache" if offline == "HF_HUB_OFFLINE=1"
+            else "cannot be reached (ConnectionRefusedError")
+    assert said in result.stderr.splitlines()[0]
+    assert f"pulled tiny-org/Tiny-Llava @ {commit[:12]} from the hub cache -> " in result.stdout
+    folder = repo / "model_configs" / "tiny-org" / "Tiny-Llava"
+    assert (folder / "config.json").read_bytes() == CONFIG
+    record = json.loads((folder / "mmfreeze.json").read_text())
+    assert record == {"model_id": "tiny-org/Tiny-Llava", "revision": commit, "sha256": record["sha256"],
+                      "source": "hf-cache"}
+
+
+def test_a_configs_entrys_provenance_says_where_it_came_from_never_published(tmp_path: Path) -> None:
+    from mmfreeze.models.config_folder import write_pulled_config
+    from mmfreeze.models.config_sources import find_model_config
+    from mmfreeze.snapshots.format import describe_config_source
+
+    def described(model_id: str) -> str:
+        found = find_model_config(model_id, configs_dir=tmp_path / "configs")
+        return describe_config_source(found.kind, found.provenance)
+
+    write_pulled_config(tmp_path / "configs", "org/from-hub", CONFIG, revision="a" * 40, source="hub")
+    write_pulled_config(tmp_path / "configs", "org/from-cache", CONFIG, revision="b" * 40, source="hf-cache")
+    (tmp_path / "configs" / "org" / "by-hand").mkdir()
+    (tmp_path / "configs" / "org" / "by-hand" / "config.json").write_bytes(CONFIG)
+    edited = tmp_path / "configs" / "org" / "from-hub-edited"
+    write_pulled_config(tmp_path / "configs", "org/from-hub-edited", CONFIG, revision="c" * 40, source="hub")
+    (edited / "config.json").write_bytes(CONFIG + b"\n")
+    assert [described(name) for name in ("org/from-hub", "org/from-cache", "org/by-hand", "org/from-hub-edited")] == [
+        "configs (hub)", "configs (hf-cache)", "configs (local)", "configs (local)"]

@@ -50,7 +50,7 @@ def test_a_pull_writes_the_hubs_file_unchanged_with_the_commit_it_resolved(tmp_p
     assert pulled.config_file == tmp_path / "configs" / "tiny-org" / "tiny-llava" / "config.json"
     assert pulled.config_file.read_bytes() == CONFIG
     found = find_model_config("Tiny-Org/Tiny-Llava", configs_dir=tmp_path / "configs")
-    assert (found.kind, found.revision, found.provenance) == ("configs", pulled.revision, "checkpoint")
+    assert (found.kind, found.revision, found.provenance) == ("configs", pulled.revision, "hub")
 
 
 def test_an_id_the_hub_does_not_have_is_an_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -133,7 +133,8 @@ def test_names_with_line_breaks_cannot_be_stored() -> None:
 @pytest.mark.parametrize(
     ("kind", "provenance", "described"),
     [("registry", "checkpoint", "registry (published)"), ("registry", "partial", "registry (partial)"),
-     ("registry", "transformers-default", "registry (default)"), ("hf-cache", None, "hf-cache (published)"),
+     ("registry", "transformers-default", "registry (default)"), ("hf-cache", None, "hf-cache"), ("hub", None, "hub"),
+     ("configs", "hub", "configs (hub)"), ("configs", "hf-cache", "configs (hf-cache)"), ("configs", None, "configs (local)"),
      ("local", None, "local")],
 )
 def test_the_config_source_says_how_faithful_the_config_is(kind: str, provenance: str | None, described: str) -> None:
