@@ -12,6 +12,8 @@ builder = "auto"                     # or "framework", "transformers" (mmfreeze.
 builder_fallback = "none"            # or "transformers": build it when the framework's class cannot be
 [tool.mmfreeze.allow_targets]
 "my_pkg.MyVLM.from_pretrained" = "AutoModelForImageTextToText"
+[tool.mmfreeze.model_folders]        # local model directories outside the repository, named in words
+shared = "/mnt/models"
 ```
 
 The repository root (:func:`find_root`) is what every relative path above, every recipe key and
@@ -20,6 +22,7 @@ every snapshot path is relative to, so a command gives the same result from any 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
-from mmfreeze.exceptions import SettingsError
+from mmfreeze.exceptions import ConfigSourceError, SettingsError
 from mmfreeze.releases import RELEASES, Release
 from mmfreeze.suggest import did_you_mean
 
@@ -45,6 +48,33 @@ VERBOSE_ENV = "MMFREEZE_VERBOSE"
 """Set by `mmfreeze --verbose` (build workers inherit it): show what dependencies print as they import."""
 REPOSITORY_MARKERS = (".git", ".hg")
 """A folder holding one of these is a repository root: the search for settings stops there."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalModels:
+    """Where a recipe's local model directory may be read: inside the repository, or in a folder
+    ``[tool.mmfreeze.model_folders]`` names in words (``shared = "/mnt/models"``). A snapshot names
+    such a model relative to one of them, never by an absolute path."""
+
+    root: Path
+    folders: Mapping[str, Path] = field(default_factory=dict)
+    """Setting name -> an absolute folder outside the repository that may be read."""
+
+    def label(self, directory: Path, *, model_id: str, source: str | None) -> str:
+        """How a snapshot names the model in ``directory``: ``./<path>`` from the repository root,
+        or ``<name>:<path>`` inside the folder a setting names; anything else is refused."""
+        resolved = directory.resolve()
+        if resolved.is_relative_to(self.root.resolve()):
+            return "./" + resolved.relative_to(self.root.resolve()).as_posix()
+        for name, folder in sorted(self.folders.items()):
+            if resolved.is_relative_to(folder.resolve()):
+                return f"{name}:{resolved.relative_to(folder.resolve()).as_posix()}"
+        named = f"the folders [tool.mmfreeze.model_folders] names ({', '.join(sorted(self.folders))})" if self.folders \
+            else "any folder [tool.mmfreeze.model_folders] names"
+        raise ConfigSourceError(
+            f"{model_id!r} is a model folder at {resolved}, outside the repository {self.root} and {named}; nothing "
+            f"was read. To read it, name its folder in words: [tool.mmfreeze.model_folders] models = "
+            f"\"{resolved.parent}\"", source=source, key="model.pretrained_model_name_or_path")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +106,15 @@ class Settings:
     builder_fallback: FallbackSetting = "none"
     """``builder_fallback``: ``transformers`` builds the transformers class where the framework's
     cannot be built on meta (the snapshot header says why); ``none`` makes that an input error."""
+    model_folders: Mapping[str, Path] = field(default_factory=lambda: MappingProxyType({}))
+    """``[tool.mmfreeze.model_folders]``: name -> a folder outside the repository whose model
+    directories recipes may name (``shared = "/mnt/models"``); snapshots name such a model
+    ``shared:<path>``. Without it, a local model directory must lie inside the repository."""
+
+    @property
+    def local_models(self) -> LocalModels:
+        """Where a recipe's local model directory may be read."""
+        return LocalModels(root=self.root, folders=self.model_folders)
 
     def overridden(
         self, *, configs: Path | None = None, snapshots: Path | None = None,
@@ -225,6 +264,22 @@ def _allow_targets(value: Any, *, root: Path, source: str) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _model_folders(value: Any, *, root: Path, source: str) -> Mapping[str, Path]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(name, str) and _FOLDER_NAME.fullmatch(name) and isinstance(folder, str) and folder.strip()
+        for name, folder in value.items()
+    ):
+        raise SettingsError(
+            "expected a table of name = \"folder\" entries naming model folders outside the repository, e.g. "
+            f"[tool.mmfreeze.model_folders] shared = \"/mnt/models\" (names: letters, digits, - and _); got {value!r}",
+            source=source, key=f"{TABLE}.model_folders",
+        )
+    return MappingProxyType({name: (root / Path(folder).expanduser()).absolute() for name, folder in value.items()})
+
+
+_FOLDER_NAME = re.compile(r"[A-Za-z][\w-]*")
+
+
 def _choice(name: str, valid: tuple[str, ...]) -> Any:
     def parse(value: Any, *, root: Path, source: str) -> str:
         if value not in valid:
@@ -243,6 +298,7 @@ _PARSERS = {
     "configs": _folder("configs"),
     "exclude": _exclude,
     "framework": _choice("framework", RELEASES),
+    "model_folders": _model_folders,
     "snapshots": _folder("snapshots"),
 }
 """Setting name -> its parser, which returns the typed value or raises :class:`SettingsError`."""

@@ -81,7 +81,7 @@ def test_command_line_values_override_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("table", "key", "says"), [
-    ('exlude = ["a"]', "tool.mmfreeze.exlude", "unknown setting (did you mean 'exclude'?); valid settings: allow_targets, builder, builder_fallback, configs, exclude, framework, snapshots"),
+    ('exlude = ["a"]', "tool.mmfreeze.exlude", "unknown setting (did you mean 'exclude'?); valid settings: allow_targets, builder, builder_fallback, configs, exclude, framework, model_folders, snapshots"),
     ("framework = 0.6", "tool.mmfreeze.framework", "expected one of '0.7', '0.6'; got 0.6"),
     ('exclude = "recipes/custom/**"', "tool.mmfreeze.exclude", "expected a list of globs"),
     ("configs = 3", "tool.mmfreeze.configs", "expected a folder path relative to the repository root"),
@@ -89,6 +89,8 @@ def test_command_line_values_override_settings(tmp_path: Path) -> None:
     ('allow_targets = ["x"]', "tool.mmfreeze.allow_targets", "expected a table of `_target_`"),
     ('allow_targets = {"a.B.from_pretrained" = "LlavaForConditionalGeneration"}',
      "tool.mmfreeze.allow_targets.a.B.from_pretrained", "expected a transformers Auto class name"),
+    ('model_folders = ["/mnt/models"]', "tool.mmfreeze.model_folders", "expected a table of name = \"folder\" entries"),
+    ('model_folders = {"../x" = "/mnt/models"}', "tool.mmfreeze.model_folders", "names: letters, digits, - and _"),
 ])
 def test_invalid_settings_name_the_file_the_key_and_what_is_valid(tmp_path: Path, table: str, key: str, says: str) -> None:
     root = repo(tmp_path, pyproject=f"[tool.mmfreeze]\n{table}\n")

@@ -63,7 +63,8 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
         raise SystemExit(ExitCode.INPUT_ERROR) from None
     require_recipes_in_each(paths, discovery)
     plan = plan_pull(discovery.recipes, configs_dir=settings.configs,
-                     read_model=recipe_model_reader(finder.documents, root=settings.root))
+                     read_model=recipe_model_reader(finder.documents, root=settings.root),
+                     local_models=settings.local_models)
     for error in plan.errors:
         report_error(error)
     offline = bool(plan.missing) and _offline()

@@ -54,7 +54,7 @@ def explain(
     try:
         parsed = load_recipe(
             recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs,
-            framework=framework_rules(settings.framework),
+            local_models=settings.local_models, framework=framework_rules(settings.framework),
         )
         loaded = load_structure(probed_request(parsed, choice), cache, allow_network=allow_network)
         explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)

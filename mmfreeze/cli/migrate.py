@@ -67,7 +67,8 @@ def migrate(
     cache = structure_cache(cache_dir, no_cache)
 
     def structure_of(request: ModelRequest) -> ModelStructure:
-        with_configs = replace(request, configs_dir=settings.configs)  # the repository's model-config folder
+        # the repository's model-config folder, and where its local model directories may be
+        with_configs = replace(request, configs_dir=settings.configs, local_models=settings.local_models)
         return load_structure(with_configs, cache, allow_network=allow_network).structure
 
     results = plan_files(files, options, structure_of, documents=finder.documents)

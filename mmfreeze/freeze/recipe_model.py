@@ -171,6 +171,7 @@ def model_request(recipe: Recipe, builder: BuilderChoice | None = None) -> Model
         auto_class=recipe.model.auto_class,
         recipe_dir=recipe.path.parent,
         configs_dir=recipe.configs_dir,
+        local_models=recipe.local_models,
         source=recipe.display_path,
         build=build_spec(builder, recipe),
         drafter=recipe.model.drafter,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.exceptions import ConfigSourceError, MissingModelConfigError
 from mmfreeze.models.config_folder import CONFIG_FILE, find_folder_config, read_pull_record
+from mmfreeze.settings import LocalModels
 
 if TYPE_CHECKING:
     from mmfreeze.models.hub import FetchedConfig
@@ -39,6 +40,9 @@ class ModelConfigSource:
     revision: str | None = None
     """The Hub commit the config was downloaded at, when known (configs-folder entries that
     `mmfreeze configs pull` wrote, the hub cache's and the hub's own)."""
+    local_label: str | None = None
+    """A local directory's name as a snapshot stores it (:meth:`LocalModels.label`); ``None`` for
+    a model id, and for a directory read with no repository to name it from."""
 
 
 def registry_file_name(model_id: str) -> str:
@@ -48,12 +52,13 @@ def registry_file_name(model_id: str) -> str:
 
 def find_model_config(
     model_id: str, *, recipe_dir: Path | None = None, configs_dir: Path | None = None,
-    allow_network: bool = False, source: str | None = None,
+    local_models: LocalModels | None = None, allow_network: bool = False, source: str | None = None,
 ) -> ModelConfigSource:
-    """The first config found for ``model_id``, in the documented order: a local directory, the
-    repository's configs folder (``configs_dir``), the bundled registry, the local HF cache, and
-    the hub only with ``allow_network``."""
-    found = find_offline_config(model_id, recipe_dir=recipe_dir, configs_dir=configs_dir, source=source)
+    """The first config found for ``model_id``, in the documented order: a local directory (where
+    ``local_models`` allows one), the repository's configs folder (``configs_dir``), the bundled
+    registry, the local HF cache, and the hub only with ``allow_network``."""
+    found = find_offline_config(model_id, recipe_dir=recipe_dir, configs_dir=configs_dir, local_models=local_models,
+                                source=source)
     if found is None:
         found = _from_hf_cache(model_id, source=source)
     if found is None and allow_network:
@@ -67,12 +72,14 @@ def find_model_config(
 
 
 def find_offline_config(
-    model_id: str, *, recipe_dir: Path | None = None, configs_dir: Path | None = None, source: str | None = None
+    model_id: str, *, recipe_dir: Path | None = None, configs_dir: Path | None = None,
+    local_models: LocalModels | None = None, source: str | None = None,
 ) -> ModelConfigSource | None:
     """The sources a repository carries with it: a local directory, the configs folder, the bundled
-    registry (not the machine's HF cache, which CI does not have)."""
+    registry (not the machine's HF cache, which CI does not have). ``local_models``: where a local
+    directory may be (``None``: anywhere, for library use with no repository)."""
     return (
-        _from_local_directory(model_id, recipe_dir, source=source)
+        _from_local_directory(model_id, recipe_dir, local_models, source=source)
         or (_from_configs_folder(model_id, configs_dir, source=source) if configs_dir is not None else None)
         or _from_registry(model_id, source=source)
     )
@@ -123,14 +130,19 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _from_local_directory(model_id: str, recipe_dir: Path | None, *, source: str | None) -> ModelConfigSource | None:
+def _from_local_directory(
+    model_id: str, recipe_dir: Path | None, local_models: LocalModels | None, *, source: str | None,
+) -> ModelConfigSource | None:
     candidates = [Path(model_id).expanduser()]
     if recipe_dir is not None and not Path(model_id).is_absolute():
         candidates.append(recipe_dir / model_id)
     for directory in candidates:
         config_file = directory / "config.json"
         if config_file.is_file():
-            return ModelConfigSource(kind="local", location=str(config_file), config=_read_json(config_file, source))
+            # Placed before the read: a folder outside what the settings allow is not opened.
+            label = None if local_models is None else local_models.label(directory, model_id=model_id, source=source)
+            return ModelConfigSource(kind="local", location=str(config_file), config=_read_json(config_file, source),
+                                     local_label=label)
     return None
 
 

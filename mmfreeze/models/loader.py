@@ -17,6 +17,7 @@ from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
 from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec, builder_label, framework_class_for
 from mmfreeze.models.structure import MixesToProbe, ModelStructure, structure_of
+from mmfreeze.settings import LocalModels
 
 if TYPE_CHECKING:
     from torch import nn
@@ -38,6 +39,8 @@ class ModelRequest:
     """The directory a relative local ``model_id`` is read from."""
     configs_dir: Path | None
     """The repository's model-config folder, searched after a local directory."""
+    local_models: LocalModels | None = None
+    """Where a local model directory may be (``None``: anywhere, for library use with no repository)."""
     source: str
     """What messages name (the recipe's display path)."""
     build: BuildSpec = TRANSFORMERS_SPEC
@@ -65,6 +68,7 @@ def find_config(request: ModelRequest, *, allow_network: bool = False) -> ModelC
         request.model_id,
         recipe_dir=request.recipe_dir,
         configs_dir=request.configs_dir,
+        local_models=request.local_models,
         allow_network=allow_network,
         source=request.source,
     )
@@ -99,7 +103,8 @@ def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> Draft
         return None
     try:
         found = find_model_config(request.drafter.model_id, recipe_dir=request.recipe_dir,
-                                  configs_dir=request.configs_dir, allow_network=allow_network, source=request.source)
+                                  configs_dir=request.configs_dir, local_models=request.local_models,
+                                  allow_network=allow_network, source=request.source)
     except MissingModelConfigError as error:  # the message is the id's; the key is the drafter's
         raise MissingModelConfigError(error.message, model_id=error.model_id, source=error.source,
                                       key="model.drafter_path") from error

@@ -29,6 +29,7 @@ from mmfreeze.exceptions import ConfigSourceError, MmfreezeError
 from mmfreeze.models.config_folder import CONFIG_FILE, PullSource, is_hub_id, model_folder, write_pulled_config
 from mmfreeze.models.config_sources import find_offline_config
 from mmfreeze.models.hub import cached_main_config, fetch_config, hub_cache_folder
+from mmfreeze.settings import LocalModels
 
 PULL_THREADS = 8
 
@@ -68,15 +69,19 @@ class Pulled:
     source: PullSource
 
 
-def plan_pull(recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelReader) -> PullPlan:
-    """Which model ids of ``recipes`` have no config in any source the repository carries."""
+def plan_pull(
+    recipes: Sequence[Path], *, configs_dir: Path, read_model: ModelReader, local_models: LocalModels | None = None,
+) -> PullPlan:
+    """Which model ids of ``recipes`` have no config in any source the repository carries
+    (``local_models``: where a local model directory may be)."""
     plan = PullPlan()
     spelling: dict[str, str] = {}
     for path in recipes:
         try:
             named = read_model(path)
             found = find_offline_config(
-                named.model_id, recipe_dir=named.recipe_dir, configs_dir=configs_dir, source=named.source
+                named.model_id, recipe_dir=named.recipe_dir, configs_dir=configs_dir, local_models=local_models,
+                source=named.source,
             )
         except MmfreezeError as error:
             plan.errors.append(error)

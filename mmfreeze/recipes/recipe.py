@@ -18,6 +18,7 @@ from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
 from mmfreeze.regular_files import RECIPE_LIMIT, read_regular
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.settings import LocalModels
 
 if TYPE_CHECKING:
     from mmfreeze.recipes.documents import YamlDocuments
@@ -64,6 +65,8 @@ class Recipe:
     configs_dir: Path | None = None
     """The repository's model-config folder (``[tool.mmfreeze] configs``), searched for the model's
     config after a local directory and before the bundled registry."""
+    local_models: LocalModels | None = None
+    """Where its local model directory may be (the repository, ``[tool.mmfreeze.model_folders]``)."""
     framework: FrameworkRules = CURRENT_RULES
     """The nemo-automodel release the repository trains on, whose rules read its `freeze_config`."""
     compiled: CompiledSections | None = None
@@ -252,12 +255,14 @@ def _check_depth(depth: int, event: Any, source: str, error_type: type[MmfreezeE
 
 def load_recipe(
     path: Path, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS, root: Path | None = None,
-    configs_dir: Path | None = None, documents: YamlDocuments | None = None, framework: FrameworkRules = CURRENT_RULES,
+    configs_dir: Path | None = None, local_models: LocalModels | None = None, documents: YamlDocuments | None = None,
+    framework: FrameworkRules = CURRENT_RULES,
 ) -> Recipe:
     """Read ``path`` and validate its `model:` section.
 
     ``root``: the repository root messages name the file from (default: the working directory);
-    ``configs_dir``: the repository's model-config folder; ``documents``: the run's parsed YAML,
+    ``configs_dir``: the repository's model-config folder; ``local_models``: where a local model
+    directory may be; ``documents``: the run's parsed YAML,
     so a file discovery already read is not parsed again; ``framework``: the repository's release.
     """
     shown = display_path(path, root)
@@ -271,6 +276,7 @@ def load_recipe(
         document=layout.document,
         model=_model_section(document, allowed_targets, source=shown),
         configs_dir=configs_dir,
+        local_models=local_models,
         framework=framework,
         compiled=layout.compiled,
     )

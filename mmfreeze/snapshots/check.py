@@ -88,6 +88,7 @@ class SnapshotRun:
                 allow_network=allow_network,
                 root=settings.root,
                 configs_dir=settings.configs,
+                local_models=settings.local_models,
                 documents=documents,
                 framework=framework_rules(settings.framework),
                 builder=choose_builder(settings.builder, settings.builder_fallback),

@@ -27,6 +27,7 @@ from mmfreeze.reachability.recipe import probed_request, recipe_reach
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
+from mmfreeze.settings import LocalModels
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.frozen_cache import (
     CachedComputation,
@@ -54,6 +55,8 @@ class LoadingOptions:
     """The repository root messages name recipes from (default: the working directory)."""
     configs_dir: Path | None = None
     """The repository's model-config folder (``[tool.mmfreeze] configs``)."""
+    local_models: LocalModels | None = None
+    """Where a recipe's local model directory may be (the repository, ``[tool.mmfreeze.model_folders]``)."""
     documents: YamlDocuments = field(default_factory=YamlDocuments)
     """The run's parsed YAML, shared with discovery: each file is parsed once."""
     recipes: dict[Path, Recipe] = field(default_factory=dict)
@@ -71,7 +74,7 @@ class LoadingOptions:
         if path not in self.recipes:
             self.recipes[path] = load_recipe(
                 path, allowed_targets=self.allowed_targets, root=self.root, configs_dir=self.configs_dir,
-                documents=self.documents, framework=self.framework,
+                local_models=self.local_models, documents=self.documents, framework=self.framework,
             )
         return self.recipes[path]
 
@@ -139,7 +142,8 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     request = options.request(recipe)
     source = find_config(request, allow_network=options.allow_network)
     config = describe_config_source(source.kind, source.provenance)
-    snapshot = record.snapshot(recipe=key, model_id=recipe.model.model_id, config=config,
+    # A local directory is stored by where the settings allow it, never by its absolute path.
+    snapshot = record.snapshot(recipe=key, model_id=source.local_label or recipe.model.model_id, config=config,
                                **builder_header(record, request, source.config, target=recipe.model.target))
     return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
 
