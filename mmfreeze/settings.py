@@ -60,12 +60,15 @@ class LocalModels:
     folders: Mapping[str, Path] = field(default_factory=dict)
     """Setting name -> an absolute folder outside the repository that may be read."""
 
-    def label(self, directory: Path, *, model_id: str, source: str | None) -> str:
+    def label(self, directory: Path, *, model_id: str, recipe_dir: Path | None, source: str | None) -> str:
         """How a snapshot names the model in ``directory``: ``./<path>`` from the repository root,
-        or ``<name>:<path>`` inside the folder a setting names; anything else is refused."""
+        or ``<name>:<path>`` inside the folder a setting names; anything else is refused. A recipe
+        that lies outside the repository itself (no repository was found for it) may read below
+        its own folder, named from there."""
         resolved = directory.resolve()
-        if resolved.is_relative_to(self.root.resolve()):
-            return "./" + resolved.relative_to(self.root.resolve()).as_posix()
+        for base in (self.root, *([recipe_dir] if recipe_dir is not None and self._outside(recipe_dir) else [])):
+            if resolved.is_relative_to(base.resolve()):
+                return "./" + resolved.relative_to(base.resolve()).as_posix()
         for name, folder in sorted(self.folders.items()):
             if resolved.is_relative_to(folder.resolve()):
                 return f"{name}:{resolved.relative_to(folder.resolve()).as_posix()}"
@@ -75,6 +78,9 @@ class LocalModels:
             f"{model_id!r} is a model folder at {resolved}, outside the repository {self.root} and {named}; nothing "
             f"was read. To read it, name its folder in words: [tool.mmfreeze.model_folders] models = "
             f"\"{resolved.parent}\"", source=source, key="model.pretrained_model_name_or_path")
+
+    def _outside(self, folder: Path) -> bool:
+        return not folder.resolve().is_relative_to(self.root.resolve())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,10 +17,10 @@ from typing import Any
 from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.framework import parse_framework_freeze_config
 from mmfreeze.freeze.selectors import ModuleSelector
-from mmfreeze.freeze.keys import VIDEO_EMBEDDER_KEY
+from mmfreeze.freeze.keys import SECTION, VIDEO_EMBEDDER_KEY
 from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING
 from mmfreeze.migrate.section import (
-    FLAG_MODALITY, Entry, SectionInput, SectionMigration, common_notes, roles_in_order,
+    FLAG_MODALITY, Entry, Reasons, SectionInput, SectionMigration, common_notes, roles_in_order,
 )
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
@@ -37,29 +37,26 @@ def intent_section(
     task = SectionInput(structure=structure, section=section, inventory=inventory, source=source, rules=rules)
     # as preserve mode does: the keys the code that trained it ignored (freeze_embeddings) are dropped, with a note
     config = parse_framework_freeze_config(task.as_trained, task.original.rules, source=source)
-    new, notes = _translate_flags(config.flags, inventory)
+    reasons = common_notes(section, inventory)
+    new = _translate_flags(config.flags, inventory, reasons)
     modules = [*new.pop("modules", []), *map(_entry, config.freeze_modules)]
     for key, selectors in (("modules", modules), ("except", [*map(_entry, config.unfreeze_modules)])):
         kept, dropped = _accepted(task, new, key, selectors, [*config.freeze_modules, *config.unfreeze_modules])
         new.update({key: kept} if kept else {})
-        notes += dropped
+        for note in dropped:
+            reasons.add(note, on=SECTION)
     frozen, original = task.frozen_with(new), task.original.frozen
-    return SectionMigration(
-        section=new,
-        notes=tuple(common_notes(section, inventory) + notes),
-        newly_frozen=frozen - original,
-        newly_trainable=original - frozen,
-    )
+    return reasons.migration(new, newly_frozen=frozen - original, newly_trainable=original - frozen)
 
 
-def _translate_flags(flags: Mapping[str, bool], inventory: ResolvedInventory) -> tuple[dict[str, Any], list[str]]:
+def _translate_flags(flags: Mapping[str, bool], inventory: ResolvedInventory, reasons: Reasons) -> dict[str, Any]:
     wanted = {FLAG_MODALITY[f.key]: flags[f.key] for f in LEGACY_FLAGS if f.key in FLAG_MODALITY}
-    notes = []
     section: dict[str, Any] = {}
     for modality, roles in roles_in_order(inventory).items():
         frozen = wanted.get(modality, False)
         if frozen and INTENDED_ROLE not in roles:
-            notes.append(f"{modality} has no {INTENDED_ROLE!r} role (roles: {', '.join(roles)}); nothing of it is frozen")
+            reasons.add(f"{modality} has no {INTENDED_ROLE!r} role (roles: {', '.join(roles)}); nothing of it is frozen",
+                        on=modality)
         section[modality] = {role: frozen and role == INTENDED_ROLE for role in roles}
     section["language_model"] = flags["freeze_language_model"]
     if flags[VIDEO_EMBEDDER_KEY]:
@@ -67,8 +64,9 @@ def _translate_flags(flags: Mapping[str, bool], inventory: ResolvedInventory) ->
         if paths:
             section["modules"] = paths
         else:
-            notes.append(f"{VIDEO_EMBEDDER_KEY}: true dropped: the model has no {VIDEO_EMBEDDER_SUBSTRING} module")
-    return section, notes
+            reasons.add(f"{VIDEO_EMBEDDER_KEY}: true dropped: the model has no {VIDEO_EMBEDDER_SUBSTRING} module",
+                        on=SECTION)
+    return section
 
 
 def _video_embedder_paths(inventory: ResolvedInventory) -> list[str]:

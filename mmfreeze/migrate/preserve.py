@@ -28,7 +28,11 @@ from mmfreeze.freeze.engine import BUILT_FROZEN_RULE, PEFT_BASELINE_RULE
 from mmfreeze.freeze.targets import FROZEN_BEFORE, LANGUAGE_MODEL_KEY, group_key
 from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.cover import cover
-from mmfreeze.migrate.section import SectionInput, SectionMigration, common_notes, entry_key, roles_in_order
+from mmfreeze.freeze.keys import SELECTOR_KEYS
+from mmfreeze.freeze.legacy import LEGACY_FLAGS
+from mmfreeze.migrate.section import (
+    FLAG_KEYS, Reasons, SectionInput, SectionMigration, common_notes, entry_key, roles_in_order,
+)
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
 from mmfreeze.resolver.labels import describe_total
@@ -85,9 +89,11 @@ def preserve_section(
             source=source, key="freeze_config",
         )
     legacy = goal.task.vocabulary == "legacy"
-    notes = common_notes(section, inventory) + _partial_notes(goal, new)
-    reasons = {entry_key(entry): _reason(goal, entry) for entry in modules} if legacy else {}
-    return SectionMigration(section=new, module_reasons=reasons, notes=tuple(notes))
+    reasons = common_notes(section, inventory)
+    _partial_notes(goal, new, reasons)
+    _flag_notes(goal, new, reasons)
+    why = {entry_key(entry): _reason(goal, entry) for entry in modules} if legacy else {}
+    return reasons.migration(new, module_reasons=why)
 
 
 def _refuse_unfreezing(goal: Goal) -> None:
@@ -140,9 +146,8 @@ def _decide(goal: Goal, names: frozenset[str]) -> tuple[bool, frozenset[str]]:
     return False, frozenset()
 
 
-def _partial_notes(goal: Goal, section: Mapping[str, Any]) -> list[str]:
+def _partial_notes(goal: Goal, section: Mapping[str, Any], reasons: Reasons) -> None:
     """Flags left false although the original froze part of the group, and flags with exceptions."""
-    notes = []
     for modality, role, names in _groups(goal):
         label = group_key(modality, role)
         flagged = section[modality][role] if role else section[modality]
@@ -150,10 +155,41 @@ def _partial_notes(goal: Goal, section: Mapping[str, Any]) -> list[str]:
         kept = names & goal.trainable
         whole = _count(goal, names)
         if hit and not flagged:
-            notes.append(f"{label} written false: the original froze only {_count(goal, hit)} of its {whole}")
+            reasons.add(f"{label} written false: the original froze only {_count(goal, hit)} of its {whole}", on=modality)
         elif flagged and kept:
-            notes.append(f"{label} written true with `except`: {_count(goal, kept)} of its {whole} stay trainable")
-    return notes
+            reasons.add(f"{label} written true with `except`: {_count(goal, kept)} of its {whole} stay trainable",
+                        on=modality)
+
+
+def _flag_notes(goal: Goal, section: Mapping[str, Any], reasons: Reasons) -> None:
+    """A legacy flag whose key is written with the other value, and why: the flag froze nothing of
+    that group on this model, or PEFT had frozen it first; or other rules froze all of a group the
+    flag left alone. (A flag that froze part of its group is a partial note already.)"""
+    selectors = any(key in goal.task.section for key in SELECTOR_KEYS)
+    rules = goal.task.original.plan.rules_by_parameter
+    for flag in LEGACY_FLAGS:
+        key = FLAG_KEYS[flag.key]
+        if key not in section or (selectors and flag.key not in goal.task.section):
+            continue  # a modality the model lacks (dropped, with its note), or a flag a 0.7 section never had
+        names = frozenset().union(*(found for written, _, found in _groups(goal) if written == key))
+        old = bool(goal.task.section.get(flag.key, flag.default and not selectors))
+        new = any(section[key].values()) if isinstance(section[key], dict) else bool(section[key])
+        default = "" if flag.key in goal.task.section else " (legacy default)"
+        shown = f"{flag.key}: {str(old).lower()}{default} written as {key}: {str(new).lower()}"
+        froze = frozenset(name for name in names if any(rule.startswith(f"{flag.key}:") for rule in rules.get(name, ())))
+        if old and not new and froze and froze <= _peft_first(rules):
+            reasons.add(f"{shown}: under peft every base weight is frozen before freeze_config runs, so the flag "
+                        f"decided nothing of the {_count(goal, names)} {key} holds; PEFT keeps them frozen", on=key)
+        elif old and not new and not froze:
+            reasons.add(f"{shown}: on this model the flag froze none of the {_count(goal, names)} {key} holds "
+                        f"(it matches module names containing {' or '.join(map(repr, flag.substrings))})", on=key)
+        elif new and not old:
+            by = sorted({rules[name][0] for name in names & goal.touched})
+            reasons.add(f"{shown}: {'; '.join(by)} froze all of it", on=key)
+
+
+def _peft_first(rules: Mapping[str, tuple[str, ...]]) -> frozenset[str]:
+    return frozenset(name for name, found in rules.items() if found[0] == PEFT_BASELINE_RULE)
 
 
 def _count(goal: Goal, names: frozenset[str]) -> str:

@@ -31,7 +31,7 @@ from mmfreeze.freeze.keys import (
 from mmfreeze.freeze.legacy import LEGACY_FLAGS
 from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import frozen_after
-from mmfreeze.freeze.targets import FreezeTargets, roles_by_modality
+from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, roles_by_modality
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver import ResolvedInventory
@@ -53,6 +53,8 @@ KEY_TARGETS: Mapping[str, str | None] = {
     **{key: None for key in IGNORED_KEYS},
 }
 FLAG_MODALITY = {"freeze_vision_tower": "vision", "freeze_audio_tower": "audio"}
+FLAG_KEYS = {**FLAG_MODALITY, "freeze_language_model": LANGUAGE_MODEL_KEY}
+"""Legacy flag -> the new key written in its place."""
 EMBEDDINGS_NOTE = "freeze_embeddings removed: the old freezing code never read it (recipes trained with it ignored)"
 MIGRATABLE_KEYS = (*FRAMEWORK_KEYS, *IGNORED_KEYS)
 """Keys a section to migrate may have: nemo-automodel 0.7's six, and ``freeze_embeddings``, which
@@ -69,6 +71,10 @@ class SectionMigration:
     """`modules:` entry (:func:`entry_key`) -> why it is there (the legacy rule that froze it)."""
     notes: tuple[str, ...] = ()
     """Keys dropped or defaults written out, one sentence each."""
+    comments: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The notes a reviewer would question (a flag turned false, a key dropped, a value changed),
+    by the written key they explain; ``freeze_config``: the section as a whole. Each is written as
+    a comment above that key (the section's: its first lines), so the file says why, too."""
     newly_frozen: frozenset[str] = frozenset()
     newly_trainable: frozenset[str] = frozenset()
 
@@ -161,11 +167,30 @@ def entry_key(entry: Entry) -> str:
     return entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
 
 
-def common_notes(section: Mapping[str, Any], inventory: ResolvedInventory) -> list[str]:
-    """Notes both modes share: removed keys, defaults written out, flags for modalities the model lacks."""
-    notes = []
+@dataclass
+class Reasons:
+    """A migration's notes for the report, and those that are also comments in the file."""
+
+    notes: list[str] = field(default_factory=list)
+    comments: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, text: str, *, on: str | None = None) -> None:
+        """A note; ``on``: the written key it explains, where it is a comment too (:attr:`SectionMigration.comments`)."""
+        self.notes.append(text)
+        if on is not None:
+            self.comments.setdefault(on, []).append(text)
+
+    def migration(self, section: dict[str, Any], **fields: Any) -> SectionMigration:
+        return SectionMigration(section=section, notes=tuple(self.notes),
+                                comments={key: tuple(texts) for key, texts in self.comments.items()}, **fields)
+
+
+def common_notes(section: Mapping[str, Any], inventory: ResolvedInventory) -> Reasons:
+    """Notes both modes share: removed keys (a comment on the section), defaults written out, flags
+    for modalities the model lacks (a comment on the section)."""
+    notes = Reasons()
     if "freeze_embeddings" in section:
-        notes.append(EMBEDDINGS_NOTE)
+        notes.add(EMBEDDINGS_NOTE, on=SECTION)
     modalities = roles_in_order(inventory)
     selectors = any(key in section for key in SELECTOR_KEYS)
     for flag in LEGACY_FLAGS:
@@ -176,7 +201,7 @@ def common_notes(section: Mapping[str, Any], inventory: ResolvedInventory) -> li
         value = bool(section.get(flag.key, default))
         if modality not in modalities and (flag.key in section or value):
             shown = f"{flag.key}: {str(value).lower()}" + ("" if flag.key in section else " (legacy default)")
-            notes.append(f"{shown} dropped: the model has no {modality} modality")
+            notes.add(f"{shown} dropped: the model has no {modality} modality", on=SECTION)
         elif flag.key not in section and modality in modalities and not selectors:
-            notes.append(f"{flag.key} was implicit (default {str(flag.default).lower()}); now written out")
+            notes.add(f"{flag.key} was implicit (default {str(flag.default).lower()}); now written out")
     return notes

@@ -35,6 +35,7 @@ from mmfreeze.migrate.rates import RatePlan, pattern_entries, plan_rate_rewrites
 from mmfreeze.migrate.rules import MF001, MF002, MF003, MF004, MF005, MF006
 from mmfreeze.migrate.section import Mode, SectionMigration, check_migratable
 from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.native_compile import notes_current
 from mmfreeze.migrate.yaml.registry import apply_yaml_rules
 from mmfreeze.migrate.yaml.text import key_position
 from mmfreeze.models.framework import FALLBACK_PREFIX, BuilderChoice, built_label
@@ -207,7 +208,9 @@ def _compile(
         return replace(plan, not_compiled=f"{where}: not compiled, it runs through mmfreeze's integration: {error.message}")
     same_release = held is not None and release_of(held.compiled_for) == release_of(compiled.compiled_for)
     if held is not None and (held == compiled or (same_release and compiled_hold(recipe, built))):
-        return plan  # what it holds (for this release, maybe on the framework's classes) trains the same here
+        # what it holds (for this release, maybe on the framework's classes) trains the same here;
+        # its notes alone may be out of date, and then it is written again as it is
+        return plan if notes_current(documents.file(path), held) else replace(plan, compiled=held)
     return replace(plan, compiled=compiled)
 
 

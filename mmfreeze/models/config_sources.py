@@ -140,7 +140,8 @@ def _from_local_directory(
         config_file = directory / "config.json"
         if config_file.is_file():
             # Placed before the read: a folder outside what the settings allow is not opened.
-            label = None if local_models is None else local_models.label(directory, model_id=model_id, source=source)
+            label = None if local_models is None else local_models.label(
+                directory, model_id=model_id, recipe_dir=recipe_dir, source=source)
             return ModelConfigSource(kind="local", location=str(config_file), config=_read_json(config_file, source),
                                      local_label=label)
     return None

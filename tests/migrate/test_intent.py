@@ -24,6 +24,8 @@ def test_intent_unfreezes_the_merger_the_substring_froze_and_says_so(structure_o
 
 def test_intent_drops_the_vision_default_on_an_audio_only_model_and_reports_it(structure_of):
     result = _intent(AUDIO_ONLY, structure_of)
-    assert "vision" not in result.new_text.split("freeze_config:")[1]
-    assert any("no vision modality" in note for note in result.notes)
+    section = result.new_text.split("freeze_config:")[1].splitlines()
+    assert not [line for line in section if line.strip().startswith("vision")]  # no vision key
+    dropped = "freeze_vision_tower: true (legacy default) dropped: the model has no vision modality"
+    assert dropped in result.notes and f"    # {dropped}" in section  # in the report and, why, in the file
     assert result.status == "preserved"

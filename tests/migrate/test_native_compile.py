@@ -112,3 +112,39 @@ def test_a_repository_on_0_6_keeps_its_new_vocabulary_section_for_the_integratio
     result = plan_files([path], options, structure_of)[0]
     assert not result.changed
     assert any("nemo-automodel 0.6 has no module selectors" in note for note in result.notes), result.notes
+
+
+PEFT = ("peft:\n  _target_: nemo_automodel.components._peft.lora.PeftConfig\n  target_modules: ['*.q_proj']\n"
+        "  dim: 8\n  alpha: 16\n")
+LANGUAGE_ONLY = "freeze_config:\n  vision: {tower: false, projector: false}\n  language_model: false\n"
+
+
+def test_under_peft_the_source_and_the_empty_compiled_section_say_that_peft_decides_the_baseline(migrate) -> None:
+    from mmfreeze.migrate.yaml.native_compile import EMPTY_NOTES, PEFT_SOURCE_NOTE
+
+    path, _ = migrate(HEADER + PEFT + LANGUAGE_ONLY)
+    lines = path.read_text().splitlines()
+    data = YAML(typ="safe").load(path.read_text())
+    assert data["freeze_config"] == {"freeze_modules": []} and data["mmfreeze"]["freeze_config"]["language_model"] is False
+    assert lines[lines.index("mmfreeze:") + 2:][:2] == [f"  {PEFT_SOURCE_NOTE}", "  freeze_config:"]
+    assert lines[lines.index("freeze_config:") + 1:][:2] == [f"  {EMPTY_NOTES[True]}", "  freeze_modules: []"]
+
+
+def test_an_empty_compiled_section_without_peft_says_why_it_is_empty(migrate) -> None:
+    from mmfreeze.migrate.yaml.native_compile import EMPTY_NOTES, PEFT_SOURCE_NOTE
+
+    path, _ = migrate(HEADER + LANGUAGE_ONLY)
+    text = path.read_text()
+    assert f"freeze_config:\n  {EMPTY_NOTES[False]}\n  freeze_modules: []\n" in text and PEFT_SOURCE_NOTE not in text
+
+
+def test_a_compiled_file_whose_notes_are_out_of_date_is_written_again_with_its_sections_as_they_are(migrate) -> None:
+    from mmfreeze.migrate.yaml.native_compile import EMPTY_NOTES, PEFT_SOURCE_NOTE
+
+    path, _ = migrate(HEADER + PEFT + LANGUAGE_ONLY)
+    noted = path.read_text()
+    stale = noted.replace(f"  {PEFT_SOURCE_NOTE}\n", "").replace(f"  {EMPTY_NOTES[True]}\n", "")
+    _, again = migrate(stale)
+    assert again.status == "recompiled" and again.new_text == noted
+    _, without_peft = migrate(noted.replace(PEFT, ""))  # peft removed: its note goes, the empty note changes
+    assert PEFT_SOURCE_NOTE not in without_peft.new_text and EMPTY_NOTES[False] in without_peft.new_text

@@ -28,14 +28,25 @@ def _mf001(text: str, migration: SectionMigration = SECTION) -> str:
     return rewrite(text, YamlContext(source="r.yaml", migration=migration), MF001)
 
 
-def test_mf001_comments_follow_their_key_and_removed_keys_comments_go_above():
+def test_mf001_comments_follow_their_key_and_removed_keys_comments_open_the_section_below_why():
     before = (
         "a: 1  # keep\n\nfreeze_config:  # header\n  freeze_embeddings: true   # ignored\n"
         "  # ViT frozen\n  freeze_vision_tower: true\n\nz: ~\n"
     )
-    assert _mf001(before) == (
-        "a: 1  # keep\n\n# was on freeze_embeddings: ignored\nfreeze_config:  # header\n"
+    dropped = replace(SECTION, comments={"freeze_config": ("freeze_embeddings removed: never read",)})
+    assert _mf001(before, dropped) == (
+        "a: 1  # keep\n\nfreeze_config:  # header\n  # freeze_embeddings removed: never read\n"
+        "  # was on freeze_embeddings: ignored\n"
         "  # ViT frozen\n  vision: {tower: true, projector: false}\n  language_model: false\n\nz: ~\n"
+    )
+
+
+def test_mf001_writes_each_reason_above_the_key_it_explains():
+    explained = replace(SECTION, comments={"vision": ("freeze_vision_tower: true written as vision: false: why",),
+                                           "language_model": ("one", "two")})
+    assert _mf001("freeze_config:\n  freeze_vision_tower: true\n", explained) == (
+        "freeze_config:\n  # freeze_vision_tower: true written as vision: false: why\n"
+        "  vision: {tower: true, projector: false}\n  # one\n  # two\n  language_model: false\n"
     )
 
 
@@ -107,13 +118,13 @@ def test_mf001_writes_selector_entries_and_exceptions_as_flow_mappings():
         "  except:\n    - {layers: vision.tower, last: 4}\n")
 
 
-def test_mf001_comments_on_selector_items_follow_their_list_or_go_above_quoting_the_item():
+def test_mf001_comments_on_selector_items_follow_their_list_or_open_the_section_quoting_the_item():
     before = ("freeze_config:\n  # 0.7 selectors\n  freeze_modules:\n    - {glob: \"model.visual.*\"}   # the whole ViT\n"
               "  unfreeze_modules:\n    - {path: model.visual.merger}   # the merger trains\n")
     migration = SectionMigration(section={"vision": {"tower": True}, "language_model": False,
                                           "modules": ["model.language_model.embed_tokens"]})
     assert _mf001(before, migration) == (
-        "# was on unfreeze_modules: {path: model.visual.merger}: the merger trains\nfreeze_config:\n"
+        "freeze_config:\n  # was on unfreeze_modules: {path: model.visual.merger}: the merger trains\n"
         "  vision: {tower: true}\n  language_model: false\n  # 0.7 selectors\n"
         "  # {glob: \"model.visual.*\"}: the whole ViT\n  modules:\n    - model.language_model.embed_tokens\n")
 

@@ -39,16 +39,16 @@ def test_local_paths_are_never_looked_up_in_the_folder(tmp_path: Path) -> None:
 
 def test_a_pulled_config_is_written_unchanged_with_its_revision(tmp_path: Path) -> None:
     content = b'{"model_type": "llava",\n "b": 1}\n'
-    written = write_pulled_config(tmp_path, "Org/Model", content, revision=COMMIT)
+    written = write_pulled_config(tmp_path, "Org/Model", content, revision=COMMIT, source="hub")
     assert written == tmp_path / "Org" / "Model" / "config.json" and written.read_bytes() == content
     record = json.loads((tmp_path / "Org" / "Model" / "mmfreeze.json").read_text())
     assert record["model_id"] == "Org/Model" and record["revision"] == COMMIT
     found = find_model_config("org/model", configs_dir=tmp_path)
-    assert (found.kind, found.provenance, found.revision) == ("configs", "checkpoint", COMMIT)
+    assert (found.kind, found.provenance, found.revision) == ("configs", "hub", COMMIT)
 
 
 def test_a_config_edited_after_its_pull_no_longer_claims_the_revision(tmp_path: Path) -> None:
-    write_pulled_config(tmp_path, "Org/Model", b'{"model_type": "llava"}', revision=COMMIT)
+    write_pulled_config(tmp_path, "Org/Model", b'{"model_type": "llava"}', revision=COMMIT, source="hub")
     (tmp_path / "Org" / "Model" / "config.json").write_text('{"model_type": "llava", "edited": true}')
     assert read_pull_record(tmp_path / "Org" / "Model", b'{"model_type": "llava", "edited": true}') is None
     found = find_model_config("Org/Model", configs_dir=tmp_path)

@@ -9,8 +9,9 @@ Before::
 
 After (``--mode preserve`` on a Qwen2.5-VL, whose merger the substring ``visual`` froze)::
 
-    # was on freeze_embeddings: ignored anyway
     freeze_config:
+      # freeze_embeddings removed: the old freezing code never read it (recipes trained with it ignored)
+      # was on freeze_embeddings: ignored anyway
       # ViT frozen
       vision: {tower: true, projector: true}
       language_model: false
@@ -31,8 +32,10 @@ After (``--mode preserve``)::
 
 Only the block's lines are replaced. Comments on a framework key move to the key that replaces it
 (``freeze_modules`` -> ``modules``, ``unfreeze_modules`` -> ``except``); comments on a removed key,
-or on a selector item whose list has no successor, go above the block, prefixed with what they
-stood on.
+or on a selector item whose list has no successor, open the section, prefixed with what they stood
+on, below the note that says why the key went. Every rewrite a reviewer would question (a key
+dropped, a flag written with the other value) says why in a comment above the key it concerns
+(:attr:`~mmfreeze.migrate.section.SectionMigration.comments`), as the report does.
 """
 
 from __future__ import annotations
@@ -120,10 +123,12 @@ def render_block(migration: SectionMigration, comments: BlockComments, *, indent
     moved: dict[str | None, list[str]] = {}
     for key in dict.fromkeys([*comments.above, *comments.trailing]):
         moved.setdefault(KEY_TARGETS.get(key), []).append(key)
-    lines = [f"# was on {key}: {text}" for key, text in _orphans(comments, migration.section)]
-    lines.append(SECTION + ":" + _trail(comments.header))
+    lines = [SECTION + ":" + _trail(comments.header)]
+    lines.extend(f"{pad}# {text}" for text in migration.comments.get(SECTION, ()))
+    lines.extend(f"{pad}# was on {key}: {text}" for key, text in _orphans(comments, migration.section))
     for key, value in migration.section.items():
         legacy = moved.get(key, [])
+        lines.extend(f"{pad}# {text}" for text in migration.comments.get(key, ()))
         lines.extend(f"{pad}# {text}" for old in legacy for text in comments.above.get(old, []))
         trail = _trail("; ".join(comments.trailing[old] for old in legacy if old in comments.trailing))
         if isinstance(value, list):

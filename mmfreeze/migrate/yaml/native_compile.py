@@ -24,6 +24,10 @@ After::
       unfreeze_modules:
         - {path: model.visual.merger}
 
+Under `peft:` the source says so (``PEFT_SOURCE_NOTE``): there, ``false`` leaves a base weight
+to the PEFT baseline, which has frozen it. A compiled `freeze_config` with no selector says why it
+is empty (``EMPTY_NOTES``): an empty section is not a mistake, it keeps 0.7's vision default off.
+
 Rate selectors move the same way: the `optimizer.param_group_overrides` block goes under `mmfreeze:`
 as it was, and the optimizer gets one pattern per entry. A recipe already compiled gets its compiled
 sections and `compiled_for` written again, its source untouched. Runs last: it compiles what MF001
@@ -35,12 +39,21 @@ from __future__ import annotations
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
-from mmfreeze.migrate.yaml.text import detect_indent, flow, indentation, key_position, key_span, line_ending, line_key
-from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES
+from mmfreeze.migrate.yaml.text import (
+    detect_indent, flow, indentation, key_position, key_span, line_ending, line_key, split_lines,
+)
+from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections
+from mmfreeze.recipes.roundtrip import YamlFile
 
 RULE = MF006
 SOURCE_NOTE = "# the reviewed source: `mmfreeze migrate` compiles it into freeze_config (and the rates) below"
 COMPILED_NOTE = "# compiled from mmfreeze.freeze_config by `mmfreeze migrate`: edit the source, then run it again"
+PEFT_SOURCE_NOTE = "# peft: every base weight is frozen before freeze_config runs, so false leaves it frozen (by PEFT)"
+EMPTY_NOTES = {
+    True: "# empty: the PEFT baseline already freezes every base weight the source freezes",
+    False: "# empty: the source freezes nothing; freeze_modules: [] keeps 0.7's default (the vision tower frozen) off",
+}
+"""Whether the recipe has `peft:` -> the comment an empty compiled section carries."""
 
 
 def plan(context: YamlContext, edits: LineEdits) -> None:
@@ -53,6 +66,7 @@ def plan(context: YamlContext, edits: LineEdits) -> None:
     pad, eol = " " * detect_indent(lines), line_ending(lines)
     settings = document.get(SECTION)
     has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
+    peft = document.get("peft") is not None
     moved: list[str] = []
     if compiled.param_group_overrides is not None:
         line, column = document["optimizer"].lc.key(SOURCE_RATES)
@@ -62,20 +76,21 @@ def plan(context: YamlContext, edits: LineEdits) -> None:
         edits.replace(start, end, [f"{pad}{SOURCE_RATES}:{eol}",
                                    *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)])
     start, end = key_span(lines, key_position(document, "freeze_config")[0], 0)
-    block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol)]
+    block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol, peft=peft)]
     if has_source:
         if start > 0 and lines[start - 1].rstrip("\r\n") == COMPILED_NOTE:
             start -= 1  # compiled before: the note goes with the block it stands on
         edits.replace(start, end, block)
         _set_compiled_for(context, edits, compiled.compiled_for, pad, eol)
+        _set_peft_note(context, edits, peft, pad, eol)
         return
     current = edits.current(start, end)
     # MF001 leaves the comments of keys it removed above the block: they stay where they are
     head = next(index for index, text_line in enumerate(current) if line_key(text_line) == "freeze_config"
                 and indentation(text_line) == 0)
     kept, section = current[:head], current[head:]
-    source = [f"{pad}{SOURCE_NOTE}{eol}", *(pad + text_line if text_line.strip() else text_line
-                                            for text_line in section)]
+    source = [f"{pad}{SOURCE_NOTE}{eol}", *([f"{pad}{PEFT_SOURCE_NOTE}{eol}"] if peft else []),
+              *(pad + text_line if text_line.strip() else text_line for text_line in section)]
     source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
     additions = [*source, *moved, f"{pad}{COMPILED_FOR}: {compiled.compiled_for}{eol}"]
     if settings is None:
@@ -85,8 +100,10 @@ def plan(context: YamlContext, edits: LineEdits) -> None:
     edits.insert(key_span(lines, key_position(document, SECTION)[0], 0)[1], additions)
 
 
-def _compiled_block(section: dict, pad: str, eol: str) -> list[str]:
+def _compiled_block(section: dict, pad: str, eol: str, *, peft: bool) -> list[str]:
     out = [f"freeze_config:{eol}"]
+    if not any(section.values()):
+        out.append(f"{pad}{EMPTY_NOTES[peft]}{eol}")
     for key, entries in section.items():
         out.append(f"{pad}{key}:{' []' if not entries else ''}{eol}")
         out.extend(f"{pad * 2}- {flow(entry)}{eol}" for entry in entries)
@@ -109,3 +126,27 @@ def _set_compiled_for(context: YamlContext, edits: LineEdits, compiled_for: str,
         edits.replace(line, line + 1, written)
     else:
         edits.insert(key_span(list(edits.original), key_position(context.document, SECTION)[0], 0)[1], written)
+
+
+def _set_peft_note(context: YamlContext, edits: LineEdits, peft: bool, pad: str, eol: str) -> None:
+    """The source's PEFT note above `mmfreeze.freeze_config`: added under `peft:`, removed without it."""
+    line, _ = context.document[SECTION].lc.key(SOURCE_FREEZE)
+    noted = line > 0 and edits.original[line - 1].strip() == PEFT_SOURCE_NOTE
+    if peft and not noted:
+        edits.insert(line, [f"{pad}{PEFT_SOURCE_NOTE}{eol}"])
+    elif noted and not peft:
+        edits.replace(line - 1, line, [])
+
+
+def notes_current(file: YamlFile, held: CompiledSections) -> bool:
+    """Whether a compiled file's notes say what they should: the source's PEFT note exactly under
+    `peft:`, and the empty note on an empty compiled section. A file whose sections are up to date
+    but whose notes are not is written again, its sections as they are."""
+    lines, document = split_lines(file.text), file.tree
+    peft = document.get("peft") is not None
+    line, _ = document[SECTION].lc.key(SOURCE_FREEZE)
+    if (line > 0 and lines[line - 1].strip() == PEFT_SOURCE_NOTE) != peft:
+        return False
+    compiled_line, _ = key_position(document, "freeze_config")
+    noted = compiled_line + 1 < len(lines) and lines[compiled_line + 1].strip() == EMPTY_NOTES[peft]
+    return noted == (not any(held.freeze_config.values()))
