@@ -14,6 +14,6 @@ def explain_builder(choice: BuilderChoice, loaded: LoadedStructure, *, target: s
     header = describe_build(structure.class_name, structure.build_note, loaded.request.build, loaded.source.config,
                             target=target, built_by=structure.built_by)
     # A stand-in is this recipe's own builder, whatever the run chose for the others.
-    reason = (f"transformers has no class for this checkpoint; the framework builds its own, by `architectures`"
+    reason = ("transformers has no class for this checkpoint; the framework builds its own, by `architectures`"
               if structure.built_by else choice.reason)
     return {"choice": choice.label, "reason": reason, "fallback": choice.fallback, **header}

@@ -85,7 +85,7 @@ def test_optimizer_holding_a_frozen_parameter_is_caught_by_name(finetune):
     findings = error.details.local.optimizer
     assert findings.holds_frozen == (FROZEN_VISION,) and not findings.misses_trainable
     assert error.details.local.difference.empty
-    assert f"  optimizer holds frozen parameters: 1 tensor / 1.51M parameters\n" in str(error)
+    assert "  optimizer holds frozen parameters: 1 tensor / 1.51M parameters\n" in str(error)
     assert f"      {FROZEN_VISION}\n" in str(error)
 
 
@@ -96,7 +96,7 @@ def test_optimizer_missing_a_trainable_parameter_is_caught_by_name(finetune):
     error = mismatch(finetune.model, FINETUNE, optimizer=optimizer)
 
     assert error.details.local.optimizer.misses_trainable == (TRAINED_LM,)
-    assert f"  optimizer misses trainable parameters: 1 tensor / 67.9M parameters" in str(error)
+    assert "  optimizer misses trainable parameters: 1 tensor / 67.9M parameters" in str(error)
     assert f"      {TRAINED_LM}\n" in str(error)
 
 
