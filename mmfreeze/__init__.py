@@ -14,9 +14,10 @@ no cycle (``tests/test_layers.py`` checks both):
 6. ``cli``, ``nemo`` (the integration with NeMo AutoModel), and this package's own exports.
 
 Foundations sit below every layer: any layer may import them, and they import no layer. They are
-the top-level modules ``exceptions``, ``atomic``, ``disk_cache``, ``versions``, ``releases``,
-``settings``, ``pr_comment``, ``counts``, ``suggest`` and ``lazy_exports``, and the bundled
-``registry`` data.
+the top-level modules ``exceptions``, ``atomic``, ``regular_files``, ``parent_death``,
+``disk_cache``, ``versions``, ``settings``, ``pr_comment``, ``counts``, ``suggest`` and
+``lazy_exports``, the framework boundary ``boundary`` (every name mmfreeze knows nemo-automodel
+by: packages, releases, pins, hook points), and the bundled ``registry`` data.
 """
 
 from __future__ import annotations

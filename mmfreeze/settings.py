@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from mmfreeze.exceptions import ConfigSourceError, SettingsError
-from mmfreeze.releases import RELEASES, Release
+from mmfreeze.boundary.releases import RELEASES, Release
 from mmfreeze.suggest import did_you_mean
 
 BuilderSetting = Literal["auto", "framework", "transformers"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 if TYPE_CHECKING:
-    from mmfreeze.releases import FrameworkRules
+    from mmfreeze.boundary.releases import FrameworkRules
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
@@ -32,7 +32,7 @@ LEGACY_CORPUS = REPO_ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
 
 def legacy_rules() -> FrameworkRules:
     """The release the pre-migration corpus trained on, as its own `[tool.mmfreeze] framework` says (0.6)."""
-    from mmfreeze.releases import framework_rules
+    from mmfreeze.boundary.releases import framework_rules
     from mmfreeze.settings import find_settings
 
     return framework_rules(find_settings(cwd=LEGACY_CORPUS).framework)

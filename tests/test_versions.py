@@ -5,17 +5,18 @@ from pathlib import Path
 import pytest
 
 from mmfreeze import versions
+from mmfreeze.boundary import releases
 
 
 def test_no_warning_when_every_snapshot_names_the_installed_release() -> None:
-    assert versions.snapshot_release_warning({}) is None
-    assert versions.snapshot_release_warning({versions.installed_version("transformers"): 3}) is None
+    assert releases.snapshot_release_warning({}) is None
+    assert releases.snapshot_release_warning({versions.installed_version("transformers"): 3}) is None
 
 
 @pytest.mark.skipif(versions.installed_version("nemo-automodel") == "missing", reason="needs nemo-automodel's metadata")
 def test_the_advice_never_names_a_release_the_installed_framework_rejects() -> None:
     """Both CI environments have nemo-automodel 0.7.0, which pins transformers==5.18.0."""
-    message = versions.snapshot_release_warning({"4.0.0": 2})
+    message = releases.snapshot_release_warning({"4.0.0": 2})
     assert "your snapshots" in message and "2 with 4.0.0" in message
     assert "nemo-automodel 0.7.0 requires transformers==5.18.0, so keep it" in message
     assert "pip install" not in message
@@ -24,8 +25,8 @@ def test_the_advice_never_names_a_release_the_installed_framework_rejects() -> N
 def test_without_a_framework_the_advice_is_to_compare_under_the_snapshots_release(monkeypatch: pytest.MonkeyPatch) -> None:
     # A mock: nemo-automodel cannot be uninstalled from the shared test environment.
     real = versions.installed_version
-    monkeypatch.setattr(versions, "installed_version", lambda package: "missing" if package == "nemo-automodel" else real(package))
-    message = versions.snapshot_release_warning({"4.0.0": 2, "4.1.0": 1})
+    monkeypatch.setattr(releases, "installed_version", lambda package: "missing" if package == "nemo-automodel" else real(package))
+    message = releases.snapshot_release_warning({"4.0.0": 2, "4.1.0": 1})
     assert "(1 with 4.1.0, 2 with 4.0.0)" not in message and "(2 with 4.0.0, 1 with 4.1.0)" in message
     assert message.endswith("(pip install transformers==4.1.0)")
 

@@ -26,7 +26,7 @@ from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.models.loader import load_structure
 from mmfreeze.reachability.recipe import probed_request
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.releases import framework_rules
+from mmfreeze.boundary.releases import framework_rules
 
 
 @click.command(epilog=exit_code_help(ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.REJECTED))

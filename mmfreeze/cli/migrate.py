@@ -29,7 +29,7 @@ from mmfreeze.models.loader import ModelRequest, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.releases import framework_rules
+from mmfreeze.boundary.releases import framework_rules
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 

@@ -34,7 +34,7 @@ from mmfreeze.snapshots.check import Mode, SnapshotRun, run_check
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, acceptance_advice, render_markdown
 from mmfreeze.snapshots.results import SnapshotRunResult
-from mmfreeze.versions import snapshot_release_warning
+from mmfreeze.boundary.releases import snapshot_release_warning
 
 EPILOG = (
     "Recipes are the YAML files under PATHS with a top-level `model:` key that [tool.mmfreeze] exclude does "

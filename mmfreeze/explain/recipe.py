@@ -11,7 +11,7 @@ from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
-from mmfreeze.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
+from mmfreeze.boundary.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.reachability.recipe import recipe_reach
 from mmfreeze.resolver.inventory import ResolvedInventory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.versions import installed_version
 
 

@@ -22,7 +22,7 @@ from mmfreeze.freeze.optimizer import PATTERN_KEY, OptimizerSection
 from mmfreeze.freeze.param_groups import ParamGroups
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, CompiledSections
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.resolver.paths import name_prefixes
 
 MIGRATE = "mmfreeze migrate"

@@ -19,7 +19,7 @@ from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import FreezePlan, plan_from_matches
 from mmfreeze.models.lora import ADAPTER_MARK, parse_peft_section, with_lora_adapters
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.resolve import resolve_structure
 from mmfreeze.resolver.spec import MultimodalModuleSpec
 
@@ -83,7 +83,7 @@ def compute_frozen_set(
 
     ``override_specs``: the recipe's `multimodal.modules` overrides, already turned into resolver
     specs by the caller (the engine does not read recipe sections it does not own); ``rules``: the
-    release the repository trains on (:func:`mmfreeze.releases.framework_rules`).
+    release the repository trains on (:func:`mmfreeze.boundary.releases.framework_rules`).
     """
     section = document.get("freeze_config")
     vocabulary = detect_vocabulary(section, source=source)

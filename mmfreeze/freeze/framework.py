@@ -35,7 +35,7 @@ from mmfreeze.freeze.legacy import LEGACY_FLAGS, VIDEO_EMBEDDER_SUBSTRING, Legac
 from mmfreeze.freeze.plan import parameters_under_any
 from mmfreeze.freeze.selectors import MODULE_SELECTOR_SHAPES, ModuleSelector, parse_module_selector, unmatched
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import DECLARE_06, FrameworkRules
+from mmfreeze.boundary.releases import DECLARE_06, FrameworkRules
 
 WRAPPER_COMPONENTS = ("_checkpoint_wrapped_module.", "_orig_mod.")
 """Removed from module paths before selectors are matched (``canonical_parameter_fqn``)."""

@@ -24,7 +24,7 @@ from mmfreeze.migrate.section import (
 )
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 
 INTENDED_ROLE = "tower"
 

@@ -36,7 +36,7 @@ from mmfreeze.migrate.section import (
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver import ResolvedInventory
 from mmfreeze.resolver.labels import describe_total
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 
 _START_RULES = (BUILT_FROZEN_RULE, PEFT_BASELINE_RULE)
 

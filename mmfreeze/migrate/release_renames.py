@@ -32,7 +32,7 @@ from mmfreeze.freeze.selectors import MODULE_SELECTOR_KINDS, ModuleSelector, lit
 from mmfreeze.models.lora import wildcard_matches
 from mmfreeze.models.renames import Renames
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.resolver.spec import MultimodalModuleSpec
 
 SELECTOR_LISTS = ("freeze_modules", "unfreeze_modules", "modules", "except")

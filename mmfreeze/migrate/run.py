@@ -19,7 +19,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import display_path
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 
 PYTHON_SUFFIXES = (".py",)
 

@@ -33,7 +33,7 @@ from mmfreeze.freeze.new import plan_new_freeze
 from mmfreeze.freeze.plan import frozen_after
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, roles_by_modality
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver import ResolvedInventory
 from mmfreeze.suggest import did_you_mean
 

@@ -48,7 +48,7 @@ from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import load_recipe, parse_yaml_text
 from mmfreeze.recipes.roundtrip import YamlFile
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
 
 StructureOf = Callable[[ModelRequest], ModelStructure]

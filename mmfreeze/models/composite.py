@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from mmfreeze.boundary.names import COMPOSITE
 from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError, first_line
 from mmfreeze.models.structure import ModelStructure, ParameterInfo, StructurePart, structure_of
 from mmfreeze.recipes.composite import DrafterSection
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
     from mmfreeze.models.loader import LiveModel
 
-COMPOSITE_MODULE = "nemo_automodel.components.models.gemma4_drafter.composite"
 BASE, DRAFTER = "base", "drafter"
 """The attributes ``Gemma4WithDrafter`` holds its parts under."""
 
@@ -40,11 +40,11 @@ class DrafterBuild:
 
 def require_framework(*, source: str) -> None:
     """A composite is the framework's own class: without it installed, say so before building its parts."""
-    from mmfreeze.models.framework import FRAMEWORK_DISTRIBUTION
+    from mmfreeze.boundary.names import DISTRIBUTION
 
-    if installed_version(FRAMEWORK_DISTRIBUTION) == "missing":
-        raise EnvironmentBuildError(f"Gemma4WithDrafter is {FRAMEWORK_DISTRIBUTION}'s own class, and mmfreeze builds "
-                                    f"it with it: install it (pip install --no-deps {FRAMEWORK_DISTRIBUTION})",
+    if installed_version(DISTRIBUTION) == "missing":
+        raise EnvironmentBuildError(f"Gemma4WithDrafter is {DISTRIBUTION}'s own class, and mmfreeze builds "
+                                    f"it with it: install it (pip install --no-deps {DISTRIBUTION})",
                                     source=source, key="model._target_")
 
 
@@ -53,7 +53,7 @@ def build_composite(base: nn.Module, drafter: nn.Module, section: DrafterSection
     constructor makes no tensor of its own); what it rejects is a :class:`ModelBuildError` naming ``source``."""
     from mmfreeze.models.framework_build import framework_module
 
-    composite_class = framework_module(COMPOSITE_MODULE).Gemma4WithDrafter
+    composite_class = framework_module(COMPOSITE).Gemma4WithDrafter
     try:
         return composite_class(base, drafter, **section.arguments())
     except Exception as error:  # the constructor checks its parts with ValueError and assert

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mmfreeze.boundary.names import PACKAGE_PREFIX
 from mmfreeze.models.renames import Renames, derive_renames
 from mmfreeze.versions import installed_version
 
@@ -28,14 +29,11 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-FRAMEWORK_PACKAGE = "nemo_automodel."
-
-
 def checkpoint_renames(model: nn.Module) -> Renames:
     """The rules that turn the checkpoint's names into ``model``'s (none when they are the same)."""
     from transformers import PreTrainedModel
 
-    if type(model).__module__.startswith(FRAMEWORK_PACKAGE):
+    if type(model).__module__.startswith(PACKAGE_PREFIX):
         return _adapter_renames(model)
     if not isinstance(model, PreTrainedModel) or not type(model).__module__.startswith("transformers."):
         return Renames()

@@ -23,18 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from importlib.metadata import requires
 from typing import Any, Literal
 
+from mmfreeze.boundary.names import DISTRIBUTION, PACKAGE_PREFIX, transformers_pin
 from mmfreeze.exceptions import SettingsError
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 from mmfreeze.settings import BUILDER_SETTINGS, BuilderSetting, FallbackSetting
 from mmfreeze.versions import installed_version
 
-FRAMEWORK_DISTRIBUTION = "nemo-automodel"
-FRAMEWORK_TARGET_PREFIX = "nemo_automodel."
-"""Only the framework's own ``NeMoAutoModelFor*`` targets build framework classes; a recipe whose
-``_target_`` is a transformers Auto class gets that class under the framework too."""
 DATA_FILE = "framework_classes.json"
 
 
@@ -93,14 +89,14 @@ TRANSFORMERS_SPEC = BuildSpec(kind="transformers")
 
 def choose_builder(setting: BuilderSetting = "auto", fallback: FallbackSetting = "none") -> BuilderChoice:
     """The run's builder: ``setting`` applied to what is installed (package metadata only)."""
-    framework = installed_version(FRAMEWORK_DISTRIBUTION)
+    framework = installed_version(DISTRIBUTION)
     stand_in = "" if framework == "missing" else framework
     if setting == "transformers":
         return BuilderChoice(kind="transformers", stand_in=stand_in, reason="builder = transformers was asked for")
     if setting == "framework":
         if framework == "missing":
             raise SettingsError(
-                f"builder = framework needs {FRAMEWORK_DISTRIBUTION} installed; it is not (valid builders: "
+                f"builder = framework needs {DISTRIBUTION} installed; it is not (valid builders: "
                 f"{', '.join(BUILDER_SETTINGS)})", key="builder",
             )
         compatible, requirement = transformers_satisfies_framework()
@@ -110,15 +106,15 @@ def choose_builder(setting: BuilderSetting = "auto", fallback: FallbackSetting =
         return BuilderChoice(kind="framework", framework_version=framework, fallback=fallback,
                              reason=f"builder = framework was asked for{mismatch}")
     if framework == "missing":
-        return BuilderChoice(kind="transformers", reason=f"auto: {FRAMEWORK_DISTRIBUTION} is not installed")
+        return BuilderChoice(kind="transformers", reason=f"auto: {DISTRIBUTION} is not installed")
     compatible, requirement = transformers_satisfies_framework()
     transformers = installed_version("transformers")
     if not compatible:
         return BuilderChoice(kind="transformers", stand_in=stand_in, reason=(
-            f"auto: {FRAMEWORK_DISTRIBUTION} {framework} requires {requirement}, "
+            f"auto: {DISTRIBUTION} {framework} requires {requirement}, "
             f"but transformers {transformers} is installed"))
     return BuilderChoice(kind="framework", framework_version=framework, fallback=fallback, reason=(
-        f"auto: {FRAMEWORK_DISTRIBUTION} {framework} is installed and transformers {transformers} satisfies its {requirement}"))
+        f"auto: {DISTRIBUTION} {framework} is installed and transformers {transformers} satisfies its {requirement}"))
 
 
 def transformers_satisfies_framework() -> tuple[bool, str]:
@@ -127,20 +123,15 @@ def transformers_satisfies_framework() -> tuple[bool, str]:
     from packaging.requirements import Requirement  # a transformers dependency: always installed beside it
 
     installed = installed_version("transformers")
-    for text in requires(FRAMEWORK_DISTRIBUTION) or ():
-        requirement = Requirement(text)
-        if requirement.name.lower() != "transformers":
-            continue
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        shown = f"transformers{requirement.specifier}"
-        return installed != "missing" and requirement.specifier.contains(installed, prereleases=True), shown
-    return installed != "missing", "transformers (any version)"
+    pin = transformers_pin()
+    if pin is None:
+        return installed != "missing", "transformers (any version)"
+    return installed != "missing" and Requirement(pin).specifier.contains(installed, prereleases=True), pin
 
 
 def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[str, Any] | None) -> BuildSpec:
     """The recipe's build: the framework's only for its own ``NeMoAutoModel*`` targets."""
-    if not target.startswith(FRAMEWORK_TARGET_PREFIX):
+    if not target.startswith(PACKAGE_PREFIX):
         return TRANSFORMERS_SPEC
     force_hf = isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
     if choice.kind != "framework":
@@ -201,7 +192,7 @@ def divergence_statement(
     """The header line when the snapshot's model is the transformers class but the framework
     builds its own for this architecture; ``""`` when they agree."""
     # A composite's class is the framework's own; `explain` names the classes of its parts.
-    if not target.startswith(FRAMEWORK_TARGET_PREFIX) or spec.force_hf or target in COMPOSITE_TARGETS:
+    if not target.startswith(PACKAGE_PREFIX) or spec.force_hf or target in COMPOSITE_TARGETS:
         return ""
     if spec.kind == "framework" and not fallback_reason:
         return ""

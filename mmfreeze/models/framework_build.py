@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mmfreeze.boundary.names import MODEL_INIT, REGISTRY
 from mmfreeze.exceptions import ModelBuildError
 from mmfreeze.models.framework import BuildSpec, framework_class_for
 from mmfreeze.models.quiet import quiet_imports
@@ -89,7 +90,7 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
         transformers_config_class,
     )
 
-    registry = framework_module("nemo_automodel._transformers.registry")
+    registry = framework_module(REGISTRY)
     model_type = config.get("model_type")
     config_class = registry.resolve_custom_config_cls(str(model_type))
     framework = framework_class_for(config)
@@ -112,7 +113,7 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
 
 def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:
     """The framework's own class for ``config``, or ``None`` when it builds the transformers class."""
-    model_init = framework_module("nemo_automodel._transformers.model_init")
+    model_init = framework_module(MODEL_INIT)
     try:
         return model_init._resolve_custom_model_cls_for_config(config)
     except Exception as error:  # a model module that does not import here, a failing supports_config

@@ -27,7 +27,7 @@ import regex
 
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
-from mmfreeze.releases import CURRENT_RELEASE, Release
+from mmfreeze.boundary.releases import CURRENT_RELEASE, Release
 
 if TYPE_CHECKING:
     from torch import nn

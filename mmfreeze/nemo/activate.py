@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mmfreeze.boundary.names import PACKAGE
+
 ACTIVATE_ENV = "MMFREEZE_NEMO_INSTALL"
 RECIPE_ENV = "MMFREEZE_NEMO_RECIPE"
 """The recipe a launched run trains."""
@@ -30,7 +32,6 @@ GUARD_ENV = "MMFREEZE_NEMO_GUARD"
 PREFIX_ENV = "MMFREEZE_NEMO_PREFIX"
 """The launch's ``sys.prefix``: interpreters of other environments are left alone."""
 GUARD_MODULE = "torch.optim.optimizer"
-FRAMEWORK_MODULE = "nemo_automodel"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -67,7 +68,7 @@ def activate(environ: dict[str, str] | None = None) -> None:
     environ = dict(os.environ if environ is None else environ)
     recipe = Path(environ.get(RECIPE_ENV, ""))
     guard_off = environ.get(GUARD_ENV) == "0"
-    callbacks: dict[str, Callable[[], None]] = {FRAMEWORK_MODULE: lambda: _install(recipe)}
+    callbacks: dict[str, Callable[[], None]] = {PACKAGE: lambda: _install(recipe)}
     if not guard_off:
         callbacks[GUARD_MODULE] = lambda: _arm(recipe)
     for name in list(callbacks):

@@ -1,6 +1,7 @@
 """The framework's functions the integration replaces, resolved all at once or not at all.
 
-A hook point is one attribute of one framework module or class. ``install`` resolves every point
+A hook point (:mod:`mmfreeze.boundary.hook_points`: which, and why) is one attribute of one
+framework module or class. ``install`` resolves every point
 and checks the framework still calls through it before it replaces any, so a release that moved
 one fails with the list of what is missing and nothing half-installed.
 """
@@ -13,23 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mmfreeze.boundary.hook_points import HookPoint
 from mmfreeze.exceptions import IntegrationError
-
-
-@dataclass(frozen=True, kw_only=True)
-class HookPoint:
-    """``module:attribute`` (``attribute`` may be ``Class.method``) and why the integration needs it."""
-
-    module: str
-    attribute: str
-    why: str
-    used_by: tuple[tuple[str, str, str], ...] = ()
-    """``(module, function, name)``: the framework function (``Class.method`` allowed) that must
-    still look ``name`` up when it runs, so that replacing this point reaches the framework's own
-    caller."""
-
-    def describe(self) -> str:
-        return f"{self.module}:{self.attribute}"
 
 
 @dataclass(frozen=True)

@@ -30,55 +30,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfreeze.boundary.hook_points import (
+    APPLY_DIRECT,
+    APPLY_IN_POLICY,
+    BUILD_OPTIMIZER,
+    COERCE_OVERRIDES,
+    HOOK_GROUPS,
+    OPTIMIZER_CONFIGS_WITH_BUILD,
+    PARALLELIZE,
+    PARSE_AT_BUILD,
+    PARSE_AT_RECIPE,
+    PARSE_DISTRIBUTED,
+    HookPoint,
+)
+from mmfreeze.boundary.names import OPTIMIZER
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.guard.step_zero import ArmedGuard, StepZeroGuard, arm_step_zero
 from mmfreeze.nemo import distributed, freeze, optimizer, rates
 from mmfreeze.nemo.activate import RECIPE_ENV
 from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext, read_run_context
-from mmfreeze.nemo.hooks import HookPoint, Patch, apply_patches, remove_patches
+from mmfreeze.nemo.hooks import Patch, apply_patches, remove_patches
 from mmfreeze.nemo.release import check_supported_release
 
-MODEL_UTILS = "nemo_automodel.components.utils.model_utils"
-INFRASTRUCTURE = "nemo_automodel._transformers.infrastructure"
-DIST_UTILS = "nemo_automodel.recipes._dist_utils"
-PARALLELIZER = "nemo_automodel.components.distributed.parallelizer"
-OPTIMIZER = "nemo_automodel.components.optim.optimizer"
-
-PARSE_AT_RECIPE = HookPoint(module=MODEL_UTILS, attribute="parse_freeze_config",
-                            why="the recipe boundary and direct callers parse freeze_config")
-PARSE_AT_BUILD = HookPoint(module=INFRASTRUCTURE, attribute="parse_freeze_config",
-                           why="apply_model_infrastructure parses freeze_config again",
-                           used_by=((INFRASTRUCTURE, "apply_model_infrastructure", "parse_freeze_config"),))
-APPLY_IN_POLICY = HookPoint(module=INFRASTRUCTURE, attribute="apply_parameter_freezing",
-                            why="the freeze step of _apply_trainability_policy",
-                            used_by=((INFRASTRUCTURE, "_apply_trainability_policy", "apply_parameter_freezing"),))
-APPLY_DIRECT = HookPoint(module=MODEL_UTILS, attribute="apply_parameter_freezing",
-                         why="direct callers apply freeze_config")
-PARSE_DISTRIBUTED = HookPoint(module=DIST_UTILS, attribute="parse_distributed_section",
-                              why="the distributed section is turned into the framework's typed config",
-                              used_by=((DIST_UTILS, "create_distributed_setup_from_config", "parse_distributed_section"),))
-PARALLELIZE = HookPoint(module=PARALLELIZER, attribute="ModelParallelizer.parallelize",
-                        why="mmfreeze's distributed additions act at its FSDP hook",
-                        used_by=((PARALLELIZER, "ModelParallelizer._apply", "_apply_fsdp_sharding"),))
-COERCE_OVERRIDES = HookPoint(
-    module=OPTIMIZER, attribute="_coerce_param_group_overrides",
-    why="param_group_overrides entries become ParamGroupOverride objects there",
-    used_by=((OPTIMIZER, "OptimizerConfig.__post_init__", "_coerce_param_group_overrides"),
-             (OPTIMIZER, "OptimizerFromFactoryConfig.build", "_coerce_param_group_overrides")))
-OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", "_DionConfigBase", "OptimizerFromFactoryConfig")
-"""Every optimizer config class of 0.7.0 that defines its own ``build`` (the typed configs, the
-Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""
-BUILD_OPTIMIZER = tuple(
-    HookPoint(module=OPTIMIZER, attribute=f"{name}.build",
-              why="selector rate entries are resolved on the model at each optimizer build")
-    for name in OPTIMIZER_CONFIGS_WITH_BUILD
-)
-HOOK_GROUPS: dict[str, tuple[HookPoint, ...]] = {
-    "freeze": (PARSE_AT_RECIPE, PARSE_AT_BUILD, APPLY_IN_POLICY, APPLY_DIRECT),
-    "rates": (COERCE_OVERRIDES, *BUILD_OPTIMIZER),
-    "distributed": (PARSE_DISTRIBUTED, PARALLELIZE),
-}
-"""What each need of a recipe (:attr:`RunContext.needs`) patches."""
 
 
 @dataclass(frozen=True, kw_only=True)

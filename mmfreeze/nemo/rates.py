@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
+from mmfreeze.boundary.hook_points import COERCE_OVERRIDES, DION_CONFIG_BASE
+from mmfreeze.boundary.names import OPTIMIZER, framework_attribute
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.freeze.optimizer import PATTERN_KEY, GroupOverride, OptimizerSection, parse_override
 from mmfreeze.freeze.param_groups import check_overrides, exact_names_pattern, select_rates
@@ -73,16 +75,14 @@ def coerce_hook(original: Callable[[list[Any]], list[Any]], context: RunContext)
 def with_resolved_rates(config: Any, model: Any, context: RunContext) -> Any:
     """``config``, or a copy whose selector entries are patterns of exactly the tensors they select
     on ``model`` (after every entry is checked as `mmfreeze snapshot` checks it)."""
-    from nemo_automodel.components.optim import optimizer as framework
-
     factory_kwargs = getattr(config, "kwargs", None)
-    overrides = list(config.param_group_overrides) or framework._coerce_param_group_overrides(
-        (factory_kwargs or {}).get(OVERRIDES, []))
+    coerce = framework_attribute(OPTIMIZER, COERCE_OVERRIDES.attribute)
+    overrides = list(config.param_group_overrides) or coerce((factory_kwargs or {}).get(OVERRIDES, []))
     entries = [getattr(override, "entry", None) for override in overrides]
     if not any(entries):
         return config
     where = f"optimizer.{OVERRIDES}"
-    if isinstance(config, framework._DionConfigBase):
+    if isinstance(config, framework_attribute(OPTIMIZER, DION_CONFIG_BASE)):
         raise IntegrationError(f"{type(config).__name__} does its own parameter grouping and ignores "
                                f"{OVERRIDES}; use a torch optimizer", source=context.source, key=where)
     parts = list(getattr(model, "parts", [model]))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from mmfreeze.boundary.names import DATASETS
 from mmfreeze.exceptions import DistributedConfigError
 from mmfreeze.models.structure import MixesToProbe
 from mmfreeze.suggest import did_you_mean
@@ -34,7 +35,7 @@ TEXT = "text"
 INPUTS = ("image", "video", "audio")
 """What a batch may carry beside text."""
 
-_DATASETS = "nemo_automodel.components.datasets."
+_DATASETS = DATASETS + "."
 _IMAGE, _AUDIO, _TEXT = ("text+image",), ("text+audio",), (TEXT,)
 BUILDER_MIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     **{f"{_DATASETS}vlm.datasets.{name}": _IMAGE for name in (

@@ -17,7 +17,7 @@ from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
 from mmfreeze.recipes.targets import DEFAULT_TARGETS, resolve_auto_class
 from mmfreeze.regular_files import RECIPE_LIMIT, read_regular
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.settings import LocalModels
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from mmfreeze.boundary.names import AUTO_MODEL, PACKAGE
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 
@@ -19,7 +20,7 @@ _NEMO_AUTO_CLASSES = {
     "NeMoAutoModelForSequenceClassification": "AutoModelForSequenceClassification",
 }
 # Where nemo-automodel 0.7.0 defines the classes, and its package's re-export of them.
-_NEMO_MODULES = ("nemo_automodel", "nemo_automodel._transformers.auto_model")
+_NEMO_MODULES = (PACKAGE, AUTO_MODEL)
 # The transformers Auto classes a recipe may build with, in the order a bare model id tries them
 # (`mmfreeze migrate` binds a Python call site to model ids).
 AUTO_CLASSES = (

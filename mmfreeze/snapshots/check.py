@@ -27,7 +27,7 @@ from mmfreeze.models.framework import choose_builder
 from mmfreeze.recipes.discovery import RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import framework_rules
+from mmfreeze.boundary.releases import framework_rules
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.settings import Settings
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch

@@ -24,7 +24,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.reachability.recipe import probed_request, recipe_reach
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.format import Snapshot, describe_config_source
 from mmfreeze.settings import LocalModels

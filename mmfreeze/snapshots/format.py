@@ -38,7 +38,7 @@ transformers release that built the module tree (module paths, and so parameter 
 between releases, so the header records it): no times, no absolute paths. ``format`` changes deliberately invalidate every snapshot.
 The input vocabulary is not in it: a recipe rewritten to another vocabulary with the same
 behaviour keeps the same snapshot. ``framework`` names the nemo-automodel release whose rules gave
-the set (``mmfreeze.releases``), with the reason when it is not the current one.
+the set (``mmfreeze.boundary.releases``), with the reason when it is not the current one.
 
 ``builder`` names what built the model (``transformers``, or ``nemo-automodel 0.7.0``: the
 framework's own class where it has one, :mod:`mmfreeze.models.framework`). When transformers

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.cli.main import cli
-from mmfreeze.releases import framework_rules
+from mmfreeze.boundary.releases import framework_rules
 
 TINY_LLAVA = {
     "model_type": "llava",

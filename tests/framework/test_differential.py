@@ -26,7 +26,7 @@ from mmfreeze.models.build import resolve_model_class
 from mmfreeze.models.framework import BuildSpec, framework_class_for
 from mmfreeze.models.loader import build_config, build_live
 from mmfreeze.models.structure import ModelStructure, structure_of
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
 from tests.framework.cases import Case, cases_for

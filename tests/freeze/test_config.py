@@ -16,7 +16,7 @@ from mmfreeze.freeze.framework import framework_freeze_steps, parse_framework_fr
 from mmfreeze.freeze.selectors import ModuleSelector
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.targets import FreezeTargets
-from mmfreeze.releases import CURRENT_RULES
+from mmfreeze.boundary.releases import CURRENT_RULES
 from mmfreeze.resolver import resolve_structure
 from tests.freeze.test_new_vocabulary import QWEN2_VL, structure
 

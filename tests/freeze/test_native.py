@@ -16,7 +16,7 @@ from mmfreeze.exceptions import NotNativelyExpressible
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.freeze.native import compile_native_section
 from mmfreeze.models.structure import ModelStructure, structure_of
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 
 RULES_07 = FrameworkRules(release="0.7")
 

@@ -22,7 +22,7 @@ from mmfreeze.exceptions import FreezeConfigError
 from mmfreeze.freeze.framework import parse_framework_freeze_config
 from mmfreeze.freeze.keys import RELEASE_06_KEYS, release_06_problems
 from mmfreeze.recipes.recipe import read_yaml
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from tests.cli.test_explain import TINY_LLAVA
 from tests.conftest import LEGACY_CORPUS, MMFREEZE
 

@@ -13,7 +13,7 @@ from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import CURRENT_RULES
+from mmfreeze.boundary.releases import CURRENT_RULES
 from tests.conftest import EXAMPLE_CONFIGS, legacy_rules
 
 pytestmark = pytest.mark.slow  # whole-corpus: migrates every pre-migration recipe

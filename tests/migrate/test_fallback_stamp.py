@@ -18,7 +18,7 @@ from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml_file import NOT_PROVEN_ON_THE_TRAINED_CLASS
 from mmfreeze.models.framework import BuilderChoice
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from tests.conftest import EXAMPLE_CONFIGS
 
 RECIPE = EXAMPLE_CONFIGS / "vlm_finetune" / "qwen2_5_vl" / "qwen2_5_vl_7b_cord_v2.yaml"

@@ -10,7 +10,7 @@ from ruamel.yaml import YAML
 
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow  # every pre-migration file, twice per release

@@ -14,7 +14,7 @@ from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import FrameworkRules
+from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.versions import installed_version
 
 HEADER = ("recipe: FinetuneRecipeForVLM\nmodel:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"

@@ -15,7 +15,7 @@ from mmfreeze.migrate.python.registry import PYTHON_RULES
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.rules import RULES
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import RELEASES, FrameworkRules
+from mmfreeze.boundary.releases import RELEASES, FrameworkRules
 
 IMPORT = "from nemo_automodel.components.training.utils import apply_parameter_freezing\n"
 NEW_IMPORT = "from mmfreeze.freeze import apply_freeze_config\n"

@@ -16,7 +16,7 @@ import pytest
 
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from tests.conftest import EXAMPLE_CONFIGS, LEGACY_CORPUS, legacy_rules, recipes_under
 
 RECIPES = [path.relative_to(EXAMPLE_CONFIGS).as_posix() for path in recipes_under(EXAMPLE_CONFIGS)]

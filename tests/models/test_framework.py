@@ -19,6 +19,7 @@ import pytest
 from mmfreeze.exceptions import MmfreezeError, SettingsError
 from mmfreeze.explain.builder import explain_builder
 from mmfreeze.freeze.recipe_model import model_request
+from mmfreeze.boundary import names
 from mmfreeze.models import framework
 from mmfreeze.models.cache import StructureCache, structure_key
 from mmfreeze.models.config_sources import find_model_config
@@ -49,7 +50,7 @@ FRAMEWORK = BuilderChoice(kind="framework", framework_version="0.7.0", reason="t
 def fake_versions(monkeypatch: pytest.MonkeyPatch, *, nemo: str, transformers: str, requires: list[str]) -> None:
     versions = {"nemo-automodel": nemo, "transformers": transformers}
     monkeypatch.setattr(framework, "installed_version", lambda name: versions.get(name, "missing"))
-    monkeypatch.setattr(framework, "requires", lambda name: requires)
+    monkeypatch.setattr(names, "requires", lambda name: requires)
 
 
 def test_auto_builds_with_transformers_when_the_framework_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,7 +55,7 @@ def test_the_guard_arms_through_torch_and_the_recipe_key_turns_it_off(tmp_path: 
 def test_install_twice_is_refused_and_uninstall_restores_every_framework_function(tmp_path: Path) -> None:
     from mmfreeze import nemo
     from mmfreeze.nemo.hooks import resolve
-    from mmfreeze.nemo.installation import HOOK_GROUPS
+    from mmfreeze.boundary.hook_points import HOOK_GROUPS
 
     HOOK_POINTS = [point for points in HOOK_GROUPS.values() for point in points]  # noqa: N806
 

@@ -48,7 +48,7 @@ from mmfreeze.models.loader import load_structure
 from mmfreeze.models.structure import structure_of
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from tests.conftest import LEGACY_CORPUS, REPO_ROOT, legacy_rules
 from tests.nemo.framework_env import requires_framework
 from tests.nemo.framework_pipeline import Outcome, assert_stock_framework, built_model, framework_outcome

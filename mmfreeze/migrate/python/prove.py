@@ -27,7 +27,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import AUTO_CLASSES
 from mmfreeze.resolver import ResolvedInventory, resolve_structure
-from mmfreeze.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 
 
 

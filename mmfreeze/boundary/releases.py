@@ -16,9 +16,11 @@ else the newest supported (:func:`framework_rules`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from mmfreeze.boundary.names import DISTRIBUTION, transformers_pin
 from mmfreeze.versions import installed_version
 
 Release = Literal["0.7", "0.6"]
@@ -47,7 +49,7 @@ def framework_rules(declared: Release | None) -> FrameworkRules:
     nemo-automodel's (read from package metadata), else the newest supported one."""
     if declared is not None:
         return FrameworkRules(release=declared, reason="[tool.mmfreeze] framework")
-    installed = installed_version("nemo-automodel")
+    installed = installed_version(DISTRIBUTION)
     release = ".".join(installed.split(".")[:2])
     if release in RELEASES:
         return FrameworkRules(release=release, reason=f"nemo-automodel {installed} is installed")  # type: ignore[arg-type]
@@ -66,3 +68,27 @@ MISREAD_BEFORE_07 = (
     "whatever the section says, and nothing else is"
 )
 """The hazard of running a new-vocabulary section on a pre-0.7 release without the integration."""
+
+
+def snapshot_release_warning(made_with: Mapping[str, int]) -> str | None:
+    """What to tell a user whose snapshots name another transformers release than the installed
+    one (``made_with``: release -> how many of the checked snapshots name it). The advice never
+    names a release the installed nemo-automodel rejects."""
+    installed = installed_version("transformers")
+    others = {release: count for release, count in made_with.items() if release != installed}
+    if not others:
+        return None
+    listed = ", ".join(f"{count} with {release}" for release, count in sorted(others.items()))
+    return (f"transformers {installed} is installed, but some of your snapshots were made with another release "
+            f"({listed}); module trees and parameter names differ between releases, so a snapshot can differ "
+            f"for that reason alone. {_advice(sorted(others))}")
+
+
+def _advice(releases: list[str]) -> str:
+    from packaging.requirements import Requirement
+
+    pin = None if installed_version(DISTRIBUTION) == "missing" else transformers_pin()
+    if pin is not None and not all(Requirement(pin).specifier.contains(release) for release in releases):
+        return (f"{DISTRIBUTION} {installed_version(DISTRIBUTION)} requires {pin}, so keep it: review the differences, "
+                "and accept them with `mmfreeze snapshot --update` once your training runs on this release")
+    return f"Compare like with like where that release is installed (pip install transformers=={releases[-1]})"
