@@ -10,7 +10,7 @@ resolver. Every caller that loads a recipe's model, or computes what it trains, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.structure import ModelStructure
     from mmfreeze.recipes.compiled import CompiledSections
-    from mmfreeze.resolver.inventory import ResolvedInventory
 
 
 def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None) -> FrozenSetResult:
@@ -142,24 +141,14 @@ def _targets(recipe: Recipe, trained: ModelStructure) -> FreezeTargets:
         recipe.module_overrides)))
 
 
-@dataclass(frozen=True)
-class TrainedModel:
-    """A recipe's model as its `freeze_config` finds it: LoRA injected, modules resolved with its overrides."""
-
-    structure: ModelStructure
-    inventory: ResolvedInventory
-
-
-def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> TrainedModel:
-    """``structure`` with the recipe's LoRA adapters, and its modules resolved with the recipe's
-    overrides; of a composite, the part its `freeze_config` is forwarded to, as a model of its own."""
+def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> FreezeTargets:
+    """The recipe's model as its `freeze_config` finds it: ``structure`` with the recipe's LoRA
+    adapters, its modules resolved with the recipe's overrides; of a composite, the part its
+    `freeze_config` is forwarded to, as a model of its own."""
     from mmfreeze.freeze.engine import trained_structure
-    from mmfreeze.resolver.overrides import override_specs
-    from mmfreeze.resolver.resolve import resolve_structure
 
     found = next((structure.part(part) for part in structure.parts if part.freeze_config), structure)
-    trained = trained_structure(found, recipe.document, source=recipe.display_path, rules=recipe.framework)
-    return TrainedModel(trained, resolve_structure(trained, override_specs=override_specs(recipe.module_overrides)))
+    return _targets(recipe, trained_structure(found, recipe.document, source=recipe.display_path, rules=recipe.framework))
 
 
 def model_request(recipe: Recipe, builder: BuilderChoice | None = None) -> ModelRequest:

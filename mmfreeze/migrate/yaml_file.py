@@ -177,7 +177,7 @@ def _plan(
         migration = planner(trained.structure, section, trained.inventory, source=where, rules=framework)
     except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
         return SectionPlan(moves=moves, rates=rates, kept=str(error))
-    return SectionPlan(moves, migration, FreezeTargets(structure=trained.structure, inventory=trained.inventory), rates)
+    return SectionPlan(moves, migration, trained, rates)
 
 
 def _compile(

@@ -21,12 +21,13 @@ from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
 from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
+from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate.section import SectionInput
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import AUTO_CLASSES
-from mmfreeze.resolver import ResolvedInventory, resolve_structure
+from mmfreeze.resolver import resolve_structure
 from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 
 
@@ -37,8 +38,7 @@ class ProofTarget:
     """One model a call site may receive, as the section finds it (after PEFT for a recipe with `peft:`)."""
 
     name: str
-    structure: ModelStructure
-    inventory: ResolvedInventory
+    targets: FreezeTargets
     rules: FrameworkRules
 
 
@@ -87,14 +87,14 @@ class BoundModels:
             except ModelBuildError as error:
                 errors.append(error.message)
                 continue
-            return ProofTarget(name=model_id, structure=structure, inventory=resolve_structure(structure),
-                               rules=self._framework)
+            return ProofTarget(name=model_id, rules=self._framework,
+                               targets=FreezeTargets(structure=structure, inventory=resolve_structure(structure)))
         raise ModelBuildError(f"no Auto class builds it ({'; '.join(errors)})", source=model_id)
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
         recipe = load_recipe(path, allowed_targets=self._allowed_targets, framework=self._framework)
         trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe, self._builder)))
-        return ProofTarget(name=name, structure=trained.structure, inventory=trained.inventory, rules=self._framework)
+        return ProofTarget(name=name, targets=trained, rules=self._framework)
 
 
 def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:
@@ -103,8 +103,8 @@ def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source:
     The replaced call is the framework's ``apply_parameter_freezing``, which applies no invariant
     freezes; ``apply_freeze_config`` ends with them. Where they freeze a parameter the call left
     trainable, no rewrite is equal and the call is reported."""
-    tasks = [SectionInput(structure=t.structure, section=section, inventory=t.inventory, source=f"{source} ({t.name})",
-                          rules=t.rules) for t in targets]
+    tasks = [SectionInput(structure=t.targets.structure, section=section, inventory=t.targets.inventory,
+                          source=f"{source} ({t.name})", rules=t.rules) for t in targets]
     proposals: list[dict[str, Any]] = []
     for target, task in zip(targets, tasks, strict=True):
         try:
