@@ -77,12 +77,29 @@ def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
 
 def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult | None:
     """What ``recipe``'s compiled sections train on ``structure``, read and applied as the framework
-    reads the file; ``None`` where a selector names a module of another model tree that
-    ``structure`` lacks (0.7's strict mode rejects it: the environment ``compiled_for`` names checks it)."""
+    reads the file. Compiled on another transformers release's tree (5.18's ``thinker.visual`` is
+    5.24's ``thinker.model.visual``), its selectors and LoRA patterns are first moved through this
+    release's conversion mapping, as `migrate` moves them (:mod:`mmfreeze.freeze.release_renames`).
+    ``None`` where a selector names a module no rename reaches (another class: the framework's own,
+    which only the environment ``compiled_for`` names can build, checks it)."""
     from mmfreeze.exceptions import MmfreezeError
+    from mmfreeze.freeze.engine import trained_structure
+    from mmfreeze.freeze.release_renames import apply_moves, moved_patterns, moved_selectors
 
+    document = recipe.framework_document
     try:
-        compiled, _ = _frozen_set(replace(recipe, document=recipe.framework_document, compiled=None), structure)
+        compiled, _ = _frozen_set(replace(recipe, document=document, compiled=None), structure)
+        return compiled
+    except MmfreezeError:
+        pass
+    try:
+        patterns = moved_patterns(document.get("peft"), structure, recipe.framework)
+        adapted = apply_moves(document, patterns)
+        trained = trained_structure(structure, adapted, source=recipe.display_path, rules=recipe.framework)
+        moves = (*patterns, *moved_selectors(adapted.get("freeze_config"), trained))
+        if not moves:
+            return None
+        compiled, _ = _frozen_set(replace(recipe, document=apply_moves(document, moves), compiled=None), structure)
     except MmfreezeError:
         return None
     return compiled

@@ -28,7 +28,7 @@ from mmfreeze.migrate.compare import group_parameters
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.report import FileResult
-from mmfreeze.migrate.release_renames import (
+from mmfreeze.freeze.release_renames import (
     PATTERN_LISTS, SELECTOR_LISTS, SelectorMove, apply_moves, moved_patterns, moved_selectors, prove_moves,
 )
 from mmfreeze.migrate.rates import RatePlan, pattern_entries, plan_rate_rewrites, rewritten_entries

@@ -21,7 +21,7 @@ from ruamel.yaml import YAML
 from torch import nn
 
 from mmfreeze.cli.main import cli
-from mmfreeze.migrate.release_renames import moved_selectors
+from mmfreeze.freeze.release_renames import moved_selectors
 from mmfreeze.models.conversion import checkpoint_renames
 from mmfreeze.models.renames import Renames
 from mmfreeze.versions import installed_version

@@ -68,3 +68,31 @@ def test_the_source_edited_without_migrating_is_caught_here(repo: Path) -> None:
     message = json.loads(result.stdout)["recipes"][0]["message"]
     assert "the compiled `freeze_config` freezes 5 tensors the source trains (first model.visual.merger." in message
     assert "(`mmfreeze migrate recipes/a.yaml`;" in message
+
+
+OMNI = EXAMPLE_CONFIGS / "audio_finetune" / "qwen2_5_omni" / "qwen2_5_omni_7b_av_mix.yaml"
+OMNI_COMPILED = "    - {path: thinker.audio_tower}\n"
+"""Compiled on transformers 5.18.0's tree; 5.24 and later nest it as ``thinker.model.audio_tower``."""
+OMNI_HAND_EDITED = "    - {path: thinker.audio_tower.layers}\n"
+"""The audio tower's convolutions, positional and output layers would train on the stock framework."""
+
+
+@pytest.mark.slow  # builds Qwen2.5-Omni-7B on meta
+def test_a_hand_edit_compiled_on_another_transformers_tree_is_caught_through_its_renames(tmp_path: Path) -> None:
+    """Where this environment's transformers renamed the tree the section was compiled on (the test
+    environment), its selectors are moved through the installed conversion mapping, as `migrate`
+    moves them, and the edit is caught all the same: no recipe's comparison is skipped for it."""
+    root = tmp_path / "repo"
+    (root / "recipes").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(SETTINGS)
+    text = OMNI.read_text()
+    assert text.count(OMNI_COMPILED) == 1, "the bundled recipe's compiled section moved: update this test"
+    (root / "recipes" / "a.yaml").write_text(text)
+    assert run(root, "--update", "recipes").returncode == ExitCode.OK
+    (root / "recipes" / "a.yaml").write_text(text.replace(OMNI_COMPILED, OMNI_HAND_EDITED))
+
+    result = run(root, "--check", "--report", "json", "recipes")
+    assert result.returncode == ExitCode.INPUT_ERROR, said(result)
+    message = json.loads(result.stdout)["recipes"][0]["message"]
+    assert message.startswith("recipes/a.yaml: freeze_config: out of step with its source under `mmfreeze:`"), message
+    assert "the compiled `freeze_config` trains " in message and " tensors the source freezes (first thinker." in message

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.migrate.rates import RatePlan
-from mmfreeze.migrate.release_renames import SelectorMove
+from mmfreeze.freeze.release_renames import SelectorMove
 from mmfreeze.migrate.section import SectionMigration
 from mmfreeze.recipes.compiled import CompiledSections
 

@@ -18,7 +18,7 @@ After::
 ``peft.target_modules`` / ``exclude_modules`` patterns move the same way (``thinker.visual.*`` ->
 ``thinker.model.visual.*``). Only the values change, in place, so comments and layout stay; which
 values move, and the proof that the recipe means what it meant, are
-:mod:`mmfreeze.migrate.release_renames`'s.
+:mod:`mmfreeze.freeze.release_renames`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate.release_renames import SelectorMove
+from mmfreeze.freeze.release_renames import SelectorMove
 from mmfreeze.migrate.rules import MF004
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
