@@ -10,6 +10,7 @@ exclude = ["recipes/experimental/**", "recipes/custom_code_*.yaml"]
 snapshots = "ci/snapshots"           # default "snapshots"
 builder = "auto"                     # or "framework", "transformers" (mmfreeze.models.framework)
 builder_fallback = "none"            # or "transformers": build it when the framework's class cannot be
+world_size = 8                       # ranks `mmfreeze explain` sizes per-rank memory for
 [tool.mmfreeze.allow_targets]
 "my_pkg.MyVLM.from_pretrained" = "AutoModelForImageTextToText"
 [tool.mmfreeze.model_folders]        # local model directories outside the repository, named in words
@@ -116,6 +117,9 @@ class Settings:
     """``[tool.mmfreeze.model_folders]``: name -> a folder outside the repository whose model
     directories recipes may name (``shared = "/mnt/models"``); snapshots name such a model
     ``shared:<path>``. Without it, a local model directory must lie inside the repository."""
+    world_size: int | None = None
+    """``world_size``: the number of ranks `mmfreeze explain` sizes per-rank memory for when
+    ``--world-size`` is not given (unset: the recipe's distributed sizes, when they state it)."""
 
     @property
     def local_models(self) -> LocalModels:
@@ -296,6 +300,13 @@ def _choice(name: str, valid: tuple[str, ...]) -> Any:
     return parse
 
 
+def _world_size(value: Any, *, root: Path, source: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SettingsError(f"expected a positive number of ranks, e.g. world_size = 8; got {value!r}",
+                            source=source, key=f"{TABLE}.world_size")
+    return value
+
+
 _EXAMPLES = {"configs": "model_configs", "snapshots": DEFAULT_SNAPSHOTS}
 _PARSERS = {
     "allow_targets": _allow_targets,
@@ -306,5 +317,6 @@ _PARSERS = {
     "framework": _choice("framework", RELEASES),
     "model_folders": _model_folders,
     "snapshots": _folder("snapshots"),
+    "world_size": _world_size,
 }
 """Setting name -> its parser, which returns the typed value or raises :class:`SettingsError`."""

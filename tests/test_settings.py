@@ -81,7 +81,7 @@ def test_command_line_values_override_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("table", "key", "says"), [
-    ('exlude = ["a"]', "tool.mmfreeze.exlude", "unknown setting (did you mean 'exclude'?); valid settings: allow_targets, builder, builder_fallback, configs, exclude, framework, model_folders, snapshots"),
+    ('exlude = ["a"]', "tool.mmfreeze.exlude", "unknown setting (did you mean 'exclude'?); valid settings: allow_targets, builder, builder_fallback, configs, exclude, framework, model_folders, snapshots, world_size"),
     ("framework = 0.6", "tool.mmfreeze.framework", "expected one of '0.7', '0.6'; got 0.6"),
     ('exclude = "recipes/custom/**"', "tool.mmfreeze.exclude", "expected a list of globs"),
     ("configs = 3", "tool.mmfreeze.configs", "expected a folder path relative to the repository root"),

@@ -22,6 +22,7 @@ from mmfreeze.cli.options import (
 )
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.explain.builder import explain_builder
+from mmfreeze.explain.memory import choose_world_size
 from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.models.loader import load_structure
 from mmfreeze.reachability.recipe import probed_request
@@ -38,11 +39,17 @@ from mmfreeze.boundary.releases import framework_rules
     "Adds to what the recipe declares in distributed.multimodal.batch_contract.rank_uniform; without "
     "either, execution is assumed to possibly differ across ranks.",
 )
+@click.option(
+    "--world-size", "world_size", type=click.IntRange(min=1), metavar="N",
+    help="Size per-rank memory (parameters, gradients, optimizer states; activations out of scope) at N ranks. "
+    "Default: [tool.mmfreeze] world_size, else the recipe's distributed sizes.",
+)
 @click.option("--check", is_flag=True, help=f"Exit {int(ExitCode.REJECTED)} when setup validation rejects the recipe's distributed policy.")
 @builder_options
 @model_loading_options
 def explain(
-    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], check: bool, builder: str | None,
+    recipe: Path, output_format: str, rank_uniform: tuple[str, ...], world_size: int | None, check: bool,
+    builder: str | None,
     builder_fallback: str | None, allow_network: bool, allow_targets: tuple[str, ...], configs: Path | None,
     cache_dir: Path | None, no_cache: bool,
 ) -> None:
@@ -57,7 +64,8 @@ def explain(
             local_models=settings.local_models, framework=framework_rules(settings.framework),
         )
         loaded = load_structure(probed_request(parsed, choice), cache, allow_network=allow_network)
-        explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform)
+        world = choose_world_size(parsed, option=world_size, setting=settings.world_size)
+        explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform, world=world)
         explanation["builder"] = explain_builder(choice, loaded, target=parsed.model.target)
     except MmfreezeError as error:
         report_error(error)
@@ -73,6 +81,7 @@ def explain(
         _print_reachability(explanation["reachability"])
         _print_distributed(explanation["distributed"])
         _print_native(explanation["nemo_automodel"])
+        _print_memory(explanation["memory"])
     if check and explanation["distributed"]["verdict"] == "rejected":
         raise SystemExit(ExitCode.REJECTED)
 
@@ -194,6 +203,51 @@ def _print_native(native: dict[str, Any]) -> None:
                   f"(nemo-automodel {', '.join(native['integration_releases'])})")
     if native["hazard_before_0_7"]:
         out.print(f"warning: {escape(native['hazard_before_0_7'])}; the integration refuses those releases")
+
+
+def _print_memory(memory: dict[str, Any] | None) -> None:
+    """Per-rank bytes, ranks with equal figures on one row; says what is out of scope."""
+    if memory is None:
+        out.print("[bold]memory per rank[/]: no world size (give --world-size N, or [tool.mmfreeze] world_size)")
+        return
+    if "error" in memory:
+        out.print(f"[bold]memory per rank[/] at {memory['world_size']} ranks: not sized: {escape(memory['error'])}")
+        return
+    table = Table(title=f"memory per rank at {memory['world_size']} ranks ({escape(memory['world_size_source'])}; "
+                        f"{memory['optimizer_class']}, {memory['fsdp_units']} FSDP2 units; activations out of scope)",
+                  title_justify="left")
+    for column in ("ranks", "parameters", "gradients", "optimizer", "total"):
+        table.add_column(column, justify="left" if column == "ranks" else "right")
+    for ranks, row in _equal_rows(memory["ranks"]):
+        figures = (row["parameters"], row["gradients"], row["optimizer"])
+        table.add_row(ranks, *(_bytes(value) for value in (*figures, sum(figures))))
+    out.print(table)
+    peak = memory["all_gather_peak"]
+    if peak is not None:
+        unit = peak["unit"] or "the root unit"
+        out.print(f"transient all-gather peak: {_bytes(peak['bytes'])} ({escape(unit)}, {peak['dtype']}): "
+                  f"{escape(peak['what'])}")
+    out.print(f"scope: {escape(memory['scope'])}")
+
+
+def _equal_rows(ranks: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Consecutive ranks with the same figures as one row (``0-6``), in rank order."""
+    rows: list[tuple[int, int, dict[str, Any]]] = []
+    for row in ranks:
+        figures = (row["parameters"], row["gradients"], row["optimizer"])
+        if rows and (rows[-1][2]["parameters"], rows[-1][2]["gradients"], rows[-1][2]["optimizer"]) == figures:
+            rows[-1] = (rows[-1][0], row["rank"], rows[-1][2])
+        else:
+            rows.append((row["rank"], row["rank"], row))
+    return [(f"{first}" if first == last else f"{first}-{last}", row) for first, last, row in rows]
+
+
+def _bytes(value: int) -> str:
+    """Exact bytes, with a binary-unit reading beside them."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value:,} B ({value / size:.2f} {unit})"
+    return f"{value:,} B"
 
 
 def _abbreviate(paths: list[str], keep: int = 6) -> str:

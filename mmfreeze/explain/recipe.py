@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
+from mmfreeze.explain.memory import WorldSize, explain_memory
 from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
+from mmfreeze.memory.errors import MemoryModelError
 from mmfreeze.boundary.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.reachability.recipe import recipe_reach
@@ -24,9 +26,10 @@ if TYPE_CHECKING:
 
 
 def explain_recipe(
-    recipe: Recipe, loaded: LoadedStructure, *, rank_uniform: Collection[str] = ()
+    recipe: Recipe, loaded: LoadedStructure, *, rank_uniform: Collection[str] = (), world: WorldSize | None = None,
 ) -> dict[str, Any]:
-    """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan.
+    """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan,
+    and per-rank memory at ``world`` ranks (``None``: no world size known, none computed).
 
     ``loaded``: the recipe's model structure, probed (``ModelRequest.probe``); ``rank_uniform``: modalities the data side
     guarantees every rank executes in every step.
@@ -55,7 +58,21 @@ def explain_recipe(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
         "nemo_automodel": explain_native(recipe, frozen.vocabulary),
+        "memory": _memory(recipe, frozen, world),
     }
+
+
+def _memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None) -> dict[str, Any] | None:
+    """The memory section; a world size asked for on the command line makes a refusal an input
+    error, one taken from a default only says why there is no figure."""
+    if world is None:
+        return None
+    try:
+        return explain_memory(recipe, frozen, world)
+    except MemoryModelError as error:
+        if world.source == "--world-size":
+            raise
+        return {"world_size": world.ranks, "world_size_source": world.source, "error": str(error)}
 
 
 def explain_native(recipe: Recipe, vocabulary: str) -> dict[str, Any]:

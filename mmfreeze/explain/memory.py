@@ -1,0 +1,62 @@
+"""The per-rank memory section of `mmfreeze explain`, as plain data (the CLI renders it).
+
+Computed only when a world size is known (``--world-size``, ``[tool.mmfreeze] world_size``, or the
+recipe's distributed sizes): the corpus check never computes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from mmfreeze.memory.recipe import recipe_memory, recipe_world_size
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.memory.model import MemoryEstimate
+    from mmfreeze.recipes.recipe import Recipe
+
+SCOPE = ("parameters, gradients and optimizer states per rank, as the storages FSDP2 and the optimizer "
+         "allocate; activations, buffers and allocator overhead are out of scope")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorldSize:
+    """The world size memory is sized for, and where it came from."""
+
+    ranks: int
+    source: Literal["--world-size", "[tool.mmfreeze] world_size", "the recipe's distributed sizes"]
+
+
+def choose_world_size(recipe: Recipe, *, option: int | None, setting: int | None) -> WorldSize | None:
+    """``--world-size``, else the setting, else the recipe's sizes; ``None`` when none states it."""
+    if option is not None:
+        return WorldSize(ranks=option, source="--world-size")
+    if setting is not None:
+        return WorldSize(ranks=setting, source="[tool.mmfreeze] world_size")
+    stated = recipe_world_size(recipe.framework_document)
+    return WorldSize(ranks=stated, source="the recipe's distributed sizes") if stated is not None else None
+
+
+def explain_memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize) -> dict[str, Any]:
+    """The `memory` section: ``{"world_size": N, "ranks": [{"rank", "parameters", "gradients", "optimizer"}]}``
+    in bytes, with how it was sized (an input error propagates: the caller decides)."""
+    return memory_section(recipe_memory(recipe, frozen, world_size=world.ranks), world)
+
+
+def memory_section(estimate: MemoryEstimate, world: WorldSize) -> dict[str, Any]:
+    peak = estimate.all_gather_peak
+    return {
+        "world_size": estimate.world_size,
+        "world_size_source": world.source,
+        "ranks": [{"rank": r.rank, "parameters": r.parameters, "gradients": r.gradients, "optimizer": r.optimizer}
+                  for r in estimate.ranks],
+        "optimizer_class": estimate.optimizer,
+        "fsdp_units": estimate.units,
+        "replicated_tensors": estimate.replicated_tensors,
+        "all_gather_peak": None if peak is None else {
+            "unit": peak.unit, "bytes": peak.bytes, "dtype": peak.dtype,
+            "what": "transient: the largest FSDP unit's parameters all-gathered (unsharded) during its forward "
+                    "and backward, freed after; not held between steps"},
+        "scope": SCOPE,
+    }

@@ -1,0 +1,130 @@
+"""Per-rank bytes of parameters, gradients and optimizer states, counted as the storages a run allocates.
+
+Inputs are plain data (:class:`MemoryInputs`); :func:`estimate_memory` is pure. The rules (FSDP2 of
+torch 2.14, ``torch/distributed/fsdp/_fully_shard``; written out in ``docs/memory.md``):
+
+- **Parameters.** A sharded parameter's storage is its padded chunk (:mod:`mmfreeze.memory.shards`),
+  the same on every rank; a replicated one is whole on every rank; a tied weight is one storage.
+- **Gradients.** ``foreach_reduce`` (``_fsdp_collectives.py``) reduce-scatters a unit's gradients into
+  one flat output of the padded shards of its parameters that have a gradient, cast once to the
+  parameters' dtype (uniform across a unit's trainable parameters, or FSDP refuses); every sharded
+  ``.grad`` is a view of it. So each unit with trainable parameters holds one gradient storage of
+  ``sum(padded shard) x itemsize``, the same on every rank. Frozen parameters have none.
+- **Optimizer.** Per trainable parameter, ``moments`` tensors of its *local* (unpadded) shard in its
+  dtype, plus a 4-byte ``step`` (:mod:`mmfreeze.memory.optimizer`): the only figure that differs
+  between ranks, when a parameter's rows do not divide by the world size.
+
+It assumes every trainable parameter gets a gradient in every step (the loss reaches it: see
+`mmfreeze explain`'s reachability). Activations, buffers, the optimizer's Python objects and the
+allocator's rounding are out of scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import prod
+
+from mmfreeze.memory.dtypes import element_bytes
+from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError
+from mmfreeze.memory.layout import FsdpLayout
+from mmfreeze.memory.optimizer import OptimizerState
+from mmfreeze.memory.shards import local_shard_numel, padded_shard_numel
+from mmfreeze.models.structure import ModelStructure
+
+ALL_GATHER_DTYPE = "bfloat16"
+"""The compute dtype of nemo-automodel 0.7.0's default ``MixedPrecisionPolicy`` (``param_dtype``,
+``parallelizer.py`` ``_apply``): what FSDP2 all-gathers a unit's parameters into."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryInputs:
+    """Everything the memory model reads, as the framework would run the recipe."""
+
+    structure: ModelStructure
+    """The trained structure (LoRA adapters injected)."""
+    frozen: frozenset[str]
+    dtypes: Mapping[str, str]
+    """Canonical parameter name -> the dtype it is stored in (``bfloat16``)."""
+    layout: FsdpLayout
+    optimizer: OptimizerState
+    world_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankMemory:
+    """What one rank holds, in bytes (activations out of scope)."""
+
+    rank: int
+    parameters: int
+    gradients: int
+    optimizer: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllGatherPeak:
+    """The largest FSDP unit, unsharded: a transient buffer during its forward and backward, not held."""
+
+    unit: str
+    """The unit's module path (``""``: the root)."""
+    bytes: int
+    dtype: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryEstimate:
+    """Per-rank memory of one recipe at one world size."""
+
+    world_size: int
+    ranks: tuple[RankMemory, ...]
+    all_gather_peak: AllGatherPeak | None
+    units: int
+    """FSDP2 units (the root included)."""
+    replicated_tensors: int
+    optimizer: str
+
+
+def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
+    """Per-rank bytes of ``inputs``' recipe at ``inputs.world_size`` ranks."""
+    world = inputs.world_size
+    if world < 1:
+        raise UndividableLayoutError(f"must be a positive number of ranks, got {world}", key="world_size")
+    infos = {info.name: info for info in inputs.structure.parameters}
+    scalars = [name for name, info in infos.items() if not info.shape]
+    if scalars:
+        raise MemoryModelError(f"{scalars[0]} is 0-dimensional: FSDP2 shards dim 0, mmfreeze does not size it",
+                               key="model")
+    replicated = inputs.layout.replicated
+    trainable = [name for name in infos if name not in inputs.frozen]
+
+    def size(name: str) -> int:
+        return element_bytes(inputs.dtypes[name])
+
+    parameters = sum(_whole(infos[name].shape) * size(name) if name in replicated
+                     else padded_shard_numel(infos[name].shape, world) * size(name) for name in infos)
+    gradients = sum(padded_shard_numel(infos[name].shape, world) * size(name)
+                    for name in trainable if name not in replicated)
+    state = inputs.optimizer
+    ranks = tuple(
+        RankMemory(rank=rank, parameters=parameters, gradients=gradients, optimizer=sum(
+            state.moments * local_shard_numel(infos[name].shape, world, rank) * size(name) + state.step_bytes
+            for name in trainable))
+        for rank in range(world))
+    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, infos),
+                          units=len(inputs.layout.units), replicated_tensors=len(replicated),
+                          optimizer=state.name)
+
+
+def _whole(shape: tuple[int, ...]) -> int:
+    return prod(shape)
+
+
+def _peak(inputs: MemoryInputs, infos: Mapping) -> AllGatherPeak | None:
+    """The largest unit's all-gather output: its padded parameters, whole, in the compute dtype."""
+    world = inputs.world_size
+    sizes = [(sum(padded_shard_numel(infos[name].shape, world) * world for name in unit.parameters), unit.path)
+             for unit in inputs.layout.units if unit.parameters]
+    if not sizes:
+        return None
+    numel, path = max(sizes, key=lambda item: item[0])
+    return AllGatherPeak(unit=path, bytes=numel * element_bytes(ALL_GATHER_DTYPE), dtype=ALL_GATHER_DTYPE)

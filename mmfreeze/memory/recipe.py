@@ -1,0 +1,151 @@
+"""A recipe's memory inputs as nemo-automodel 0.7.0 runs it: dtypes, optimizer, FSDP2 layout, world size.
+
+Reads the document as the framework reads the file (``Recipe.framework_document``) and the trained
+structure and frozen set mmfreeze already computed (:func:`mmfreeze.freeze.recipe_model.recipe_frozen_set`);
+re-derives neither. Every layout it does not model is refused, naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mmfreeze.memory.dtypes import parse_dtype
+from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
+from mmfreeze.memory.layout import FrozenSharding, plan_fsdp_layout
+from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
+from mmfreeze.memory.optimizer import optimizer_state
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.recipes.recipe import Recipe
+
+FROM_CONFIG_DEFAULT_DTYPE = "bfloat16"
+"""``_BaseNeMoAutoModelClass.from_config``: ``torch_dtype="auto"`` means bfloat16 (``_transformers/auto_model.py``)."""
+COMPUTE_DTYPE = "bfloat16"
+"""``FSDP2Config``'s default ``MixedPrecisionPolicy.param_dtype``. After sharding, ``apply_model_infrastructure``
+(``_transformers/infrastructure.py``) calls ``cast_frozen_modules_to_compute_dtype``
+(``components/models/common/utils.py``): every frozen parameter that is a plain tensor, not a DTensor (the
+ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place. Models that pin modules in
+fp32 (``_keep_in_fp32_modules``) keep those: not modelled (see docs/memory.md)."""
+UNMODELLED_SIZES = ("tp_size", "cp_size", "pp_size", "ep_size", "dp_replicate_size")
+"""Distributed sizes above 1 change the layout in ways this model does not cover (TP/CP/PP/EP, HSDP)."""
+FSDP2_STRATEGIES = ("fsdp2",)
+FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
+
+
+def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int) -> MemoryEstimate:
+    """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks."""
+    return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size))
+
+
+def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int) -> MemoryInputs:
+    document = recipe.framework_document
+    source = recipe.display_path
+    distributed = _distributed(document, source)
+    check_world_size(distributed, world_size, source=source)
+    structure = frozen.structure
+    fp32_kept = [info.name for info in structure.parameters if "_fp32_params" in info.name]
+    if fp32_kept:
+        raise UnknownDtypeError(f"the framework keeps {fp32_kept[0]} (and {len(fp32_kept) - 1} more) in its own "
+                                "dtype, which mmfreeze does not model", source=source, key="model.torch_dtype")
+    base = model_dtype(document, recipe.model.target, source=source)
+    adapter = _lora_dtype(document, source) or base
+    adapters = frozen.adapters or frozenset()
+    layout = plan_fsdp_layout(structure, frozen.frozen, frozen_sharding(distributed, source))
+    dtypes = {info.name: COMPUTE_DTYPE if info.name in layout.replicated else adapter if info.name in adapters
+              else base for info in structure.parameters}
+    return MemoryInputs(structure=structure, frozen=frozen.frozen, dtypes=dtypes, layout=layout,
+                        optimizer=optimizer_state(document, source=source), world_size=world_size)
+
+
+def model_dtype(document: Mapping[str, Any], target: str, *, source: str) -> str:
+    """The dtype the framework loads the model in: `model.dtype` (wins) or `model.torch_dtype`;
+    ``auto`` (the default) is bfloat16 for ``from_config``, the checkpoint's own dtypes for
+    ``from_pretrained``, which mmfreeze does not read: refused."""
+    model = document.get("model") if isinstance(document.get("model"), Mapping) else {}
+    key = "model.dtype" if model.get("dtype") is not None else "model.torch_dtype"
+    value = model.get("dtype") if model.get("dtype") is not None else model.get("torch_dtype", "auto")
+    if value == "auto":
+        if target.endswith(".from_config"):
+            return FROM_CONFIG_DEFAULT_DTYPE
+        raise UnknownDtypeError("is auto (the default): each tensor keeps the checkpoint's dtype, which mmfreeze "
+                                "does not read; state it (e.g. torch.bfloat16)", source=source, key=key)
+    return parse_dtype(value, source=source, key=key)
+
+
+def _lora_dtype(document: Mapping[str, Any], source: str) -> str | None:
+    peft = document.get("peft")
+    if not isinstance(peft, Mapping) or peft.get("lora_dtype") is None:
+        return None
+    return parse_dtype(peft["lora_dtype"], source=source, key="peft.lora_dtype")
+
+
+def _distributed(document: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    section = document.get("distributed")
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise MemoryModelError(f"must be a mapping, got {section!r}", source=source, key="distributed")
+    strategy = section.get("strategy", "fsdp2")
+    target = section.get("_target_")
+    if strategy not in FSDP2_STRATEGIES or (target is not None and target != FSDP2_MANAGER):
+        raise UndividableLayoutError(f"mmfreeze models FSDP2 only, not {target or strategy!r}", source=source,
+                                     key="distributed._target_" if target is not None else "distributed.strategy")
+    return section
+
+
+def recipe_world_size(document: Mapping[str, Any]) -> int | None:
+    """The world size the recipe's distributed sizes state (``dp_size`` times the others), or ``None``."""
+    section = document.get("distributed")
+    if not isinstance(section, Mapping) or not _positive(section.get("dp_size")):
+        return None
+    world = section["dp_size"]
+    for key in UNMODELLED_SIZES:
+        world *= section.get(key) if _positive(section.get(key)) else 1
+    return world
+
+
+def check_world_size(distributed: Mapping[str, Any], world_size: int, *, source: str) -> None:
+    """Refuse a world size the recipe's distributed sizes do not divide, and the sizes not modelled."""
+    if not isinstance(world_size, int) or world_size < 1:
+        raise UndividableLayoutError(f"must be a positive number of ranks, got {world_size!r}", key="world_size")
+    if world_size == 1:
+        raise UndividableLayoutError("is 1: on one rank the framework skips FSDP2 and casts frozen and mixed "
+                                     "subtrees to the compute dtype, a layout mmfreeze does not model; size 2 or more "
+                                     "ranks", source=source, key="world_size")
+    if "mp_policy" in distributed:
+        raise UndividableLayoutError("a mixed-precision policy other than the framework's default (bf16 compute, fp32 "
+                                     "reduce) is not modelled", source=source, key="distributed.mp_policy")
+    for key in UNMODELLED_SIZES:
+        value = distributed.get(key)
+        if _positive(value) and value > 1:
+            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 alone (every other size 1)",
+                                         source=source, key=f"distributed.{key}")
+    dp = distributed.get("dp_size")
+    if _positive(dp) and dp != world_size:
+        raise UndividableLayoutError(f"is {dp}, but the world size is {world_size}: the data-parallel group "
+                                     "would not cover every rank", source=source, key="distributed.dp_size")
+
+
+def frozen_sharding(distributed: Mapping[str, Any], source: str) -> FrozenSharding:
+    """0.7.0's `distributed.multimodal.frozen_sharding` (default ``root``); per-modality overrides
+    need mmfreeze's integration and are not modelled."""
+    multimodal = distributed.get("multimodal") or {}
+    if not isinstance(multimodal, Mapping):
+        raise MemoryModelError(f"must be a mapping, got {multimodal!r}", source=source, key="distributed.multimodal")
+    for modality, policy in multimodal.items():
+        if isinstance(policy, Mapping) and "frozen_sharding" in policy:
+            raise UndividableLayoutError("a per-modality frozen_sharding runs through mmfreeze's integration, whose "
+                                         "layout the memory model does not cover", source=source,
+                                         key=f"distributed.multimodal.{modality}.frozen_sharding")
+    value = multimodal.get("frozen_sharding", "root")
+    normalized = value.lower().replace("-", "_") if isinstance(value, str) else value
+    if normalized not in ("root", "per_layer", "replicate"):
+        raise MemoryModelError(f"must be one of root, per_layer, replicate, got {value!r}", source=source,
+                               key="distributed.multimodal.frozen_sharding")
+    return normalized
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -1,0 +1,104 @@
+"""`mmfreeze explain --world-size N`: the memory table and its JSON, the defaults, and refusals naming the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmfreeze.cli.exit_codes import ExitCode
+from mmfreeze.cli.main import cli
+from tests.cli.test_explain import TINY_LLAVA
+
+RECIPE = """model:
+  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_config
+  torch_dtype: {dtype}
+  config:
+    _target_: transformers.AutoConfig.from_pretrained
+    pretrained_model_name_or_path: ckpt
+freeze_config:
+  freeze_modules: [{{path: model.vision_tower}}]
+optimizer:
+  _target_: {optimizer}
+  lr: 1.0e-5
+distributed:
+  strategy: fsdp2
+  dp_size: {dp_size}
+"""
+
+
+def write(root: Path, *, dtype: str = "torch.bfloat16", optimizer: str = "torch.optim.AdamW",
+          dp_size: str = "null", settings: str = "") -> Path:
+    (root / "pyproject.toml").write_text(f"[tool.mmfreeze]\n{settings}")
+    (root / "ckpt").mkdir(exist_ok=True)
+    (root / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
+    path = root / "recipe.yaml"
+    path.write_text(RECIPE.format(dtype=dtype, optimizer=optimizer, dp_size=dp_size))
+    return path
+
+
+def explain(*args: str):
+    return CliRunner().invoke(cli, ["explain", *args])
+
+
+def test_json_carries_one_entry_per_rank_with_the_three_byte_fields(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path)), "--world-size", "3", "--format", "json")
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["memory"]
+    assert memory["world_size"] == 3 and memory["world_size_source"] == "--world-size"
+    assert [set(rank) for rank in memory["ranks"]] == [{"rank", "parameters", "gradients", "optimizer"}] * 3
+    assert [rank["rank"] for rank in memory["ranks"]] == [0, 1, 2]
+    assert all(rank["gradients"] > 0 and rank["optimizer"] > 0 for rank in memory["ranks"])
+    assert "activations" in memory["scope"] and "transient" in memory["all_gather_peak"]["what"]
+
+
+def test_text_prints_the_table_and_says_activations_are_out_of_scope(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path)), "--world-size", "2")
+    assert result.exit_code == 0, result.output
+    assert "memory per rank at 2 ranks" in result.output
+    assert "activations out of scope" in result.output and "transient all-gather peak" in result.output
+
+
+def test_the_world_size_setting_is_the_default(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path, settings="world_size = 4\n")), "--format", "json")
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["memory"]
+    assert (memory["world_size"], memory["world_size_source"]) == (4, "[tool.mmfreeze] world_size")
+
+
+def test_else_the_recipe_s_distributed_sizes(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path, dp_size="8")), "--format", "json")
+    memory = json.loads(result.stdout)["memory"]
+    assert (memory["world_size"], memory["world_size_source"]) == (8, "the recipe's distributed sizes")
+
+
+def test_without_any_world_size_no_memory_is_computed(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path)), "--format", "json")
+    assert json.loads(result.stdout)["memory"] is None
+
+
+@pytest.mark.parametrize(("kwargs", "args", "key"), [
+    ({"optimizer": "nemo_automodel.components.optim.optimizer.MuonConfig"}, ("--world-size", "2"), "optimizer._target_"),
+    ({"dtype": "torch.int8"}, ("--world-size", "2"), "model.torch_dtype"),
+    ({"dp_size": "4"}, ("--world-size", "2"), "distributed.dp_size"),
+    ({}, ("--world-size", "1"), "world_size"),
+])
+def test_what_cannot_be_sized_is_an_input_error_naming_the_key(tmp_path: Path, kwargs, args, key) -> None:
+    result = explain(str(write(tmp_path, **kwargs)), *args)
+    assert result.exit_code == ExitCode.INPUT_ERROR, result.output
+    assert key in result.output
+
+
+def test_auto_dtype_of_from_config_is_bfloat16(tmp_path: Path) -> None:
+    """``from_config``'s ``auto`` is bfloat16 (``auto_model.py``), so it is sized, unlike ``from_pretrained``'s."""
+    bf16 = json.loads(explain(str(write(tmp_path, dtype="auto")), "--world-size", "2", "--format", "json").stdout)
+    explicit = json.loads(explain(str(write(tmp_path)), "--world-size", "2", "--format", "json").stdout)
+    assert bf16["memory"]["ranks"] == explicit["memory"]["ranks"]
+
+
+def test_a_default_world_size_the_layout_refuses_says_why_without_failing(tmp_path: Path) -> None:
+    result = explain(str(write(tmp_path, settings="world_size = 4\n", dp_size="2")), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "distributed.dp_size" in json.loads(result.stdout)["memory"]["error"]

@@ -1,0 +1,73 @@
+"""Per-rank bytes from the rules of docs/memory.md, on a hand-sized model."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmfreeze.memory.dtypes import parse_dtype
+from mmfreeze.memory.errors import UndividableLayoutError, UnknownDtypeError, UnsizableOptimizerError
+from mmfreeze.memory.layout import plan_fsdp_layout
+from mmfreeze.memory.model import MemoryInputs, estimate_memory
+from mmfreeze.memory.optimizer import optimizer_state
+from mmfreeze.models.structure import ModelStructure, ParameterInfo
+
+MODULES = {"": "M", "vision_tower": "Tower", "head": "Linear"}
+PARAMS = (ParameterInfo(name="vision_tower.w", shape=(6, 4), requires_grad=True),
+          ParameterInfo(name="head.weight", shape=(5, 4), requires_grad=True),
+          ParameterInfo(name="head.bias", shape=(5,), requires_grad=True))
+STRUCTURE = ModelStructure(class_name="M", modules=MODULES, module_aliases={}, parameters=PARAMS)
+FROZEN = frozenset({"vision_tower.w"})
+ADAMW = optimizer_state({"optimizer": {"_target_": "torch.optim.AdamW"}}, source="r.yaml")
+
+
+def estimate(world: int, sharding: str = "root", dtype: str = "float32"):
+    return estimate_memory(MemoryInputs(
+        structure=STRUCTURE, frozen=FROZEN, dtypes={info.name: dtype for info in PARAMS},
+        layout=plan_fsdp_layout(STRUCTURE, FROZEN, sharding), optimizer=ADAMW, world_size=world))
+
+
+def test_two_ranks_padded_parameters_and_gradients_unpadded_optimizer_shards() -> None:
+    """5 rows over 2 ranks: each rank stores 3 padded rows; rank 1's optimizer state holds 2."""
+    result = estimate(2)
+    padded = (3 * 4 + 3 * 4 + 3) * 4  # every parameter's padded shard, fp32
+    assert [r.parameters for r in result.ranks] == [padded, padded]
+    assert [r.gradients for r in result.ranks] == [(3 * 4 + 3) * 4] * 2  # trainable only, padded
+    assert [r.optimizer for r in result.ranks] == [2 * (3 * 4 + 3) * 4 + 2 * 4, 2 * (2 * 4 + 2) * 4 + 2 * 4]
+
+
+def test_replicate_keeps_the_frozen_tower_whole_on_every_rank() -> None:
+    result = estimate(2, "replicate")
+    assert result.ranks[0].parameters == (6 * 4 + 3 * 4 + 3) * 4
+    assert result.replicated_tensors == 1
+
+
+def test_the_all_gather_peak_is_the_largest_unit_unsharded_in_bf16() -> None:
+    peak = estimate(4).all_gather_peak
+    assert peak is not None and peak.unit == "" and peak.dtype == "bfloat16"
+    assert peak.bytes == (8 * 4 + 8 * 4 + 8) * 2  # 6 and 5 rows padded to 2 per rank x 4 ranks
+
+
+@pytest.mark.parametrize(("value", "name"), [("torch.bfloat16", "bfloat16"), ("bf16", "bfloat16"),
+                                             ("float", "float32"), ("torch.float16", "float16")])
+def test_dtype_names_read_as_the_framework_reads_them(value: str, name: str) -> None:
+    assert parse_dtype(value, source="r.yaml", key="model.torch_dtype") == name
+
+
+def test_a_dtype_that_cannot_be_known_names_the_key() -> None:
+    with pytest.raises(UnknownDtypeError, match="model.torch_dtype"):
+        parse_dtype("torch.int8", source="r.yaml", key="model.torch_dtype")
+
+
+def test_an_optimizer_whose_state_cannot_be_sized_names_the_key() -> None:
+    with pytest.raises(UnsizableOptimizerError, match=r"optimizer\._target_: cannot size .*Muon"):
+        optimizer_state({"optimizer": {"_target_": "nemo_automodel.components.optim.optimizer.MuonConfig"}},
+                        source="r.yaml")
+
+
+def test_amsgrad_adds_a_third_moment() -> None:
+    assert optimizer_state({"optimizer": {"_target_": "torch.optim.Adam", "amsgrad": True}}, source="r").moments == 3
+
+
+def test_zero_ranks_is_refused() -> None:
+    with pytest.raises(UndividableLayoutError, match="world_size"):
+        estimate(0)

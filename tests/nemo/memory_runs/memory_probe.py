@@ -1,0 +1,109 @@
+"""What a stock ``nemo_automodel.cli.app`` worker holds, measured at its second optimizer step.
+
+Installed by this folder's ``sitecustomize`` in every torchrun worker of
+``tests/nemo/test_memory_exact.py``. It applies ``stock_launch_probe``'s two ``torch.cuda`` stubs
+(the framework's only CUDA calls on CPU) and registers torch's public process-wide optimizer step
+hooks (``register_optimizer_step_pre_hook`` / ``..._post_hook``). In the pre-hook of the second
+step it counts this rank's *unique storages*, each once by ``untyped_storage().data_ptr()`` (of a
+DTensor's local tensor), with ``untyped_storage().nbytes()``:
+
+* ``parameters``: every parameter of the model (the largest module holding the optimizer's
+  parameters), frozen ones included;
+* ``gradients``: every parameter's ``.grad``;
+* ``optimizer``: every tensor in ``optimizer.state`` (``exp_avg``, ``exp_avg_sq``, ``step`` ...).
+
+A storage counted in one kind and met again in another is recorded in ``shared`` (the three must
+be disjoint). Everything goes to ``$MEMORY_RUN_OUT/rank<R>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+RANK = int(os.environ.get("RANK", "0"))
+STATE: dict[str, Any] = {"rank": RANK, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "steps": 0,
+                         "measured_at_step": None, "optimizers": []}
+
+
+def _write() -> None:
+    path = Path(os.environ["MEMORY_RUN_OUT"]) / f"rank{RANK}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(STATE, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+def _local(tensor):
+    from torch.distributed.tensor import DTensor
+
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
+
+
+def _storages(tensors) -> dict[int, int]:
+    """data_ptr -> nbytes of every distinct storage among ``tensors``."""
+    found: dict[int, int] = {}
+    for tensor in tensors:
+        storage = _local(tensor).untyped_storage()
+        found[storage.data_ptr()] = storage.nbytes()
+    return found
+
+
+def _measure(optimizer) -> dict[str, Any]:
+    import torch
+    from stock_launch_probe import _find_model
+
+    model = _find_model(optimizer)
+    params = dict(model.named_parameters())
+    kinds = {
+        "parameters": _storages(params.values()),
+        "gradients": _storages(p.grad for p in params.values() if p.grad is not None),
+        "optimizer": _storages(v for state in optimizer.state.values() for v in state.values()
+                               if isinstance(v, torch.Tensor)),
+    }
+    seen: dict[int, str] = {}
+    shared = []
+    for kind, storages in kinds.items():
+        for pointer in storages:
+            if pointer and pointer in seen:
+                shared.append([seen[pointer], kind])
+            seen.setdefault(pointer, kind)
+    return {
+        "bytes": {kind: sum(storages.values()) for kind, storages in kinds.items()},
+        "storages": {kind: len(storages) for kind, storages in kinds.items()},
+        "shared": shared,
+        "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "params": {name: {"shape": list(p.shape), "local_shape": list(_local(p).shape), "dtype": str(p.dtype),
+                          "requires_grad": p.requires_grad, "has_grad": p.grad is not None,
+                          "kind": type(p).__name__}
+                   for name, p in params.items()},
+    }
+
+
+def _pre_step(optimizer, args, kwargs) -> None:
+    name = f"{type(optimizer).__module__}.{type(optimizer).__qualname__}"
+    if name not in STATE["optimizers"]:
+        STATE["optimizers"].append(name)
+    if STATE["steps"] == 1 and STATE["measured_at_step"] is None:  # the second step, before it runs
+        STATE.update(_measure(optimizer), measured_at_step=2)
+        _write()
+
+
+def _post_step(optimizer, args, kwargs) -> None:
+    STATE["steps"] += 1
+    _write()
+
+
+def install() -> None:
+    if STATE.get("installed"):
+        return
+    STATE["installed"] = True
+    from stock_launch_probe import _stub_cuda
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    _stub_cuda()
+    register_optimizer_step_pre_hook(_pre_step)
+    register_optimizer_step_post_hook(_post_step)
+    _write()

@@ -1,0 +1,272 @@
+"""Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
+
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio), trained by
+nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
+on CPU, launched as
+
+    torchrun --standalone --nproc-per-node N -m nemo_automodel.cli.app recipe.yaml
+
+with nothing of mmfreeze in the training processes: ``memory_runs/`` (and ``stock_launch/``, for
+its two ``torch.cuda`` stubs) is their only ``PYTHONPATH``. ``memory_runs/memory_probe.py`` measures,
+through torch's public optimizer step hooks, each rank's unique storages of parameters, gradients and
+optimizer states just before the second optimizer step. mmfreeze's prediction is what a user sees:
+``mmfreeze explain --format json --world-size N`` on the same recipe file.
+
+The models are built ``from_config`` from tiny configs written here (no weights, no download); the
+language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do not divide by the
+world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
+tower, LoRA, ``frozen_sharding: replicate`` and ``per_layer``, fp32 and bf16, on 2 ranks and one on 4.
+All launches start together to share the two cores' import time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.nemo.framework_env import requires_framework
+
+pytestmark = [pytest.mark.framework, pytest.mark.slow, requires_framework]
+
+HERE = Path(__file__).resolve().parent
+PROBE_PATH = [HERE / "memory_runs", HERE / "stock_launch"]
+STEPS = 2
+DEADLINE_S = 300.0
+VOCAB = 131
+"""Odd: 131 rows split 66/65 over 2 ranks and 33/33/33/32 over 4."""
+TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 16, "vocab_size": VOCAB, "max_position_embeddings": 256,
+        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
+MEDIA_TOKEN = 120  # below VOCAB; ids >= TEXT_VOCAB carry no loss
+TEXT_VOCAB = 110
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    family: str
+    world: int
+    dtype: str
+    freeze_config: dict[str, Any] | None = None
+    peft: dict[str, Any] | None = None
+    frozen_sharding: str = "root"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+CASES = (
+    Case("llava_full_frozen_tower", "llava", 2, "float32",
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}),
+    Case("qwen2_5_vl_lora", "qwen2_5_vl", 2, "bfloat16",
+         peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig", "target_modules": ["*_proj"], "dim": 4,
+               "alpha": 8}),
+    Case("qwen2_audio_replicate", "qwen2_audio", 2, "float32",
+         freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate"),
+    Case("llava_per_layer_4_ranks", "llava", 4, "bfloat16",
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer"),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Tiny models and their synthetic batches.
+# --------------------------------------------------------------------------------------------
+
+def tiny_config(family: str) -> Any:
+    from transformers import LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig
+
+    if family == "llava":
+        return LlavaConfig(
+            text_config={"model_type": "llama", **TEXT},
+            vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                           "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4,
+                           "projection_dim": 32},
+            image_token_index=MEDIA_TOKEN, vision_feature_layer=-1, vision_feature_select_strategy="default")
+    if family == "qwen2_5_vl":
+        return Qwen2_5_VLConfig(
+            text_config={**TEXT, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                     "mrope_section": [2, 3, 3]}},
+            vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 2,
+                           "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 8, "out_hidden_size": 32,
+                           "fullatt_block_indexes": [1]},
+            image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
+            tie_word_embeddings=False)
+    return Qwen2AudioConfig(
+        text_config={"model_type": "qwen2", **TEXT},
+        audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
+                      "d_model": 32, "max_source_positions": 8},
+        audio_token_index=MEDIA_TOKEN)
+
+
+def batch_spec(family: str, config: Any) -> dict[str, Any]:
+    """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
+    base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
+    if family == "llava":
+        vision = config.vision_config
+        tokens = (vision.image_size // vision.patch_size) ** 2
+        return {**base, "placeholders": [MEDIA_TOKEN] * tokens,
+                "media_shape": [vision.num_channels, vision.image_size, vision.image_size]}
+    if family == "qwen2_5_vl":
+        vision = config.vision_config
+        merge = vision.spatial_merge_size
+        patch_dim = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
+        return {**base, "placeholders": [122, MEDIA_TOKEN, 123], "grid": [1, merge, merge],
+                "image_token_id": MEDIA_TOKEN, "media_shape": [merge * merge, patch_dim]}
+    audio = config.audio_config
+    frames = 2 * audio.max_source_positions  # the encoder's fixed input length (conv2 has stride 2)
+    tokens = (audio.max_source_positions - 2) // 2 + 1  # _get_feat_extract_output_lengths
+    return {**base, "placeholders": [MEDIA_TOKEN] * tokens, "media_shape": [audio.num_mel_bins, frames]}
+
+
+def write_recipe(case: Case, repository: Path) -> Path:
+    """The case's recipe file in ``repository``, beside its tiny config (``models/<family>``)."""
+    config = tiny_config(case.family)
+    model_dir = repository / "models" / case.family
+    if not (model_dir / "config.json").exists():
+        config.save_pretrained(model_dir)
+    target = "NeMoAutoModelForMultimodalLM" if case.family == "qwen2_audio" else "NeMoAutoModelForImageTextToText"
+    spec = batch_spec(case.family, config)
+    recipe: dict[str, Any] = {
+        "recipe": "FinetuneRecipeForVLM",
+        "seed": 42,
+        "dist_env": {"backend": "gloo", "timeout_minutes": 2},
+        "step_scheduler": {"global_batch_size": 2 * case.world, "local_batch_size": 2, "max_steps": STEPS,
+                           "num_epochs": 1, "ckpt_every_steps": 1000, "val_every_steps": None},
+        "model": {"_target_": f"nemo_automodel.{target}.from_config", "torch_dtype": case.dtype,
+                  "config": {"_target_": "transformers.AutoConfig.from_pretrained",
+                             "pretrained_model_name_or_path": str(model_dir)}},
+        **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
+        **({"peft": case.peft} if case.peft is not None else {}),
+        "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": 1, "cp_size": 1, "pp_size": 1,
+                        "multimodal": {"frozen_sharding": case.frozen_sharding}},
+        "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
+        "optimizer": {"_target_": "torch.optim.AdamW", "lr": 1.0e-3, "weight_decay": 0.0},
+        "checkpoint": {"enabled": False, "checkpoint_dir": str(repository / "checkpoints" / case.name)},
+        "dataset": {"_target_": "memory_data.synthetic_dataset", "spec": spec, "size": STEPS * 2 * case.world},
+        "processor": {"_target_": "memory_data.no_processor"},
+        "dataloader": {"_target_": "torchdata.stateful_dataloader.StatefulDataLoader", "shuffle": False,
+                       "collate_fn": {"_target_": "memory_data.synthetic_collate", "spec": spec}},
+        **case.extra,
+    }
+    path = repository / "recipes" / f"{case.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# The launches (all at once) and mmfreeze's predictions.
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Run:
+    case: Case
+    code: int | None
+    output: str
+    ranks: dict[int, dict[str, Any]]
+    predicted: dict[str, Any] | None
+    explain_output: str
+
+
+def torchrun() -> list[str]:
+    script = Path(sys.executable).parent / "torchrun"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
+
+
+def launch(case: Case, recipe: Path, out: Path, port: int) -> subprocess.Popen:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "PYTEST", "MMFREEZE"))}
+    env.update({"PYTHONPATH": os.pathsep.join(map(str, PROBE_PATH)), "MEMORY_RUN_OUT": str(out),
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled",
+                "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
+    command = [*torchrun(), "--nproc-per-node", str(case.world), "--master-port", str(port), "--master-addr",
+               "127.0.0.1", "-m", "nemo_automodel.cli.app", str(recipe)]
+    log = (out.parent / f"{case.name}.log").open("w")  # beside the probe's folder
+    return subprocess.Popen(command, cwd=out.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def predict(recipe: Path, repository: Path, world: int, out: Path) -> subprocess.Popen:
+    """``mmfreeze explain --format json --world-size N``, from the repository (the user's command)."""
+    return subprocess.Popen([sys.executable, "-m", "mmfreeze", "explain", "--format", "json", "--world-size", str(world),
+                             "--no-cache", str(recipe.relative_to(repository))], cwd=repository,
+                            stdout=(out / "explain.json").open("w"), stderr=(out / "explain.err").open("w"),
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+
+
+def wait(procs: list[subprocess.Popen], deadline: float) -> None:
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # each started its own session: torchrun takes its workers along
+            proc.wait()
+
+
+def run_all(repository: Path) -> list[Run]:
+    """Every case's launch and its prediction, all started at once."""
+    from tests.distributed.launch import free_port
+
+    (repository / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    recipes = {case.name: write_recipe(case, repository) for case in CASES}
+    outs = {case.name: repository / "runs" / case.name for case in CASES}
+    for out in outs.values():
+        (out / "probe").mkdir(parents=True)
+    deadline = time.monotonic() + DEADLINE_S
+    launches = {case.name: launch(case, recipes[case.name], outs[case.name] / "probe", free_port()) for case in CASES}
+    predictions = {case.name: predict(recipes[case.name], repository, case.world, outs[case.name]) for case in CASES}
+    wait([*predictions.values(), *launches.values()], deadline)
+    runs = []
+    for case in CASES:
+        out = outs[case.name]
+        ranks = {rank: json.loads((out / "probe" / f"rank{rank}.json").read_text())
+                 for rank in range(case.world) if (out / "probe" / f"rank{rank}.json").exists()}
+        explained = (out / "explain.json").read_text()
+        predicted = json.loads(explained)["memory"] if predictions[case.name].returncode == 0 else None
+        runs.append(Run(case=case, code=launches[case.name].returncode, output=(out / f"{case.name}.log").read_text(),
+                        ranks=ranks, predicted=predicted,
+                        explain_output=explained[-3000:] + (out / "explain.err").read_text()[-3000:]))
+    return runs
+
+
+def measured(run: Run) -> list[dict[str, int]]:
+    return [{"rank": rank, **run.ranks[rank]["bytes"]} for rank in sorted(run.ranks)]
+
+
+def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_allocate(tmp_path: Path) -> None:
+    """Every case ran its 2 steps through the stock entry point, measured at the second step, and
+    mmfreeze's parameters, gradients and optimizer bytes equal the measurement on every rank.
+    (One test: under xdist, a module fixture shared by two tests could launch everything twice.)"""
+    runs = run_all(tmp_path)
+    for run in runs:
+        name = run.case.name
+        assert run.code == 0, f"{name}:\n{run.output[-5000:]}"
+        assert sorted(run.ranks) == list(range(run.case.world)), name
+        assert run.predicted is not None, f"{name}: explain failed:\n{run.explain_output}"
+        for rank, record in run.ranks.items():
+            assert record["measured_at_step"] == 2 and record["steps"] == STEPS, (name, rank)
+            assert record["optimizers"] == ["torch.optim.adamw.AdamW"], (name, rank)
+            assert record["shared"] == [], (name, rank, record["shared"])  # the three kinds are disjoint
+    table = {run.case.name: {"measured": measured(run), "predicted": run.predicted["ranks"]} for run in runs}
+    mismatched = {name: figures for name, figures in table.items() if figures["measured"] != figures["predicted"]}
+    assert not mismatched, json.dumps(mismatched, indent=1)
+    check_coverage(runs)
+
+
+def check_coverage(runs: list[Run]) -> None:
+    """Three families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    tensor on every rank), 4 ranks, and a case whose ranks hold different optimizer bytes."""
+    by_name = {run.case.name: run for run in runs}
+    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio"}
+    assert any(run.case.world == 4 for run in runs)
+    assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
+    replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]
+    assert {p["kind"] for name, p in replicated.items() if name.startswith("model.audio_tower.")} == {"Parameter"}
+    assert any(len({r["optimizer"] for r in measured(run)}) > 1 for run in runs), "no case with uneven shards"
