@@ -53,6 +53,7 @@ def memory_section(estimate: MemoryEstimate, world: WorldSize) -> dict[str, Any]
                   for r in estimate.ranks],
         "optimizer_class": estimate.optimizer,
         "fsdp_units": estimate.units,
+        "gradient_buffers": estimate.gradient_buffers,
         "replicated_tensors": estimate.replicated_tensors,
         "all_gather_peak": None if peak is None else {
             "unit": peak.unit, "bytes": peak.bytes, "dtype": peak.dtype,

@@ -80,6 +80,8 @@ class MemoryEstimate:
     all_gather_peak: AllGatherPeak | None
     units: int
     """FSDP2 units (the root included)."""
+    gradient_buffers: int
+    """Units with a trainable parameter: each holds one reduce-scatter output its ``.grad``s are views of."""
     replicated_tensors: int
     optimizer: str
 
@@ -112,6 +114,8 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         for rank in range(world))
     return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, infos),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),
+                          gradient_buffers=sum(any(name not in inputs.frozen for name in unit.parameters)
+                                               for unit in inputs.layout.units),
                           optimizer=state.name)
 
 

@@ -71,3 +71,9 @@ def test_amsgrad_adds_a_third_moment() -> None:
 def test_zero_ranks_is_refused() -> None:
     with pytest.raises(UndividableLayoutError, match="world_size"):
         estimate(0)
+
+
+def test_one_gradient_buffer_per_unit_with_a_trainable_parameter() -> None:
+    """No layer containers here: the root is the only unit, and it holds the trainable head."""
+    result = estimate(2)
+    assert (result.units, result.gradient_buffers) == (1, 1)

@@ -242,7 +242,8 @@ def measured(run: Run) -> list[dict[str, int]]:
 
 def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_allocate(tmp_path: Path) -> None:
     """Every case ran its 2 steps through the stock entry point, measured at the second step, and
-    mmfreeze's parameters, gradients and optimizer bytes equal the measurement on every rank.
+    mmfreeze's parameters, gradients and optimizer bytes equal the measurement on every rank; each rank
+    holds one gradient storage per FSDP2 unit with a trainable parameter, as many as mmfreeze's layout has.
     (One test: under xdist, a module fixture shared by two tests could launch everything twice.)"""
     runs = run_all(tmp_path)
     for run in runs:
@@ -257,6 +258,9 @@ def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_alloca
     table = {run.case.name: {"measured": measured(run), "predicted": run.predicted["ranks"]} for run in runs}
     mismatched = {name: figures for name, figures in table.items() if figures["measured"] != figures["predicted"]}
     assert not mismatched, json.dumps(mismatched, indent=1)
+    buffers = {run.case.name: ({r["storages"]["gradients"] for r in run.ranks.values()}, run.predicted["gradient_buffers"])
+               for run in runs}
+    assert all(measured == {predicted} for measured, predicted in buffers.values()), buffers  # one per FSDP2 unit
     check_coverage(runs)
 
 
