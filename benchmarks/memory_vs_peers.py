@@ -45,7 +45,7 @@ def accelerate_estimate(case: Case) -> int:
     from accelerate.utils import calculate_maximum_sizes
     from transformers import AutoModelForImageTextToText, Qwen2AudioForConditionalGeneration
 
-    config = tiny_config(case.family)
+    config = tiny_config(case.family, tied=case.tied)
     with init_empty_weights():  # create_empty_model's way: fp32, on meta
         if case.family == "qwen2_audio":  # no Auto class of transformers' builds it
             model = Qwen2AudioForConditionalGeneration._from_config(config, dtype=torch.float32)

@@ -15,7 +15,8 @@ optimizer states just before the second optimizer step. mmfreeze's prediction is
 The models are built ``from_config`` from tiny configs written here (no weights, no download); the
 language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do not divide by the
 world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
-tower, LoRA, ``frozen_sharding: replicate`` and ``per_layer``, fp32 and bf16, on 2 ranks and one on 4.
+tower, LoRA, ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
+and one on 4.
 All launches start together to share the two cores' import time.
 """
 
@@ -60,6 +61,8 @@ class Case:
     freeze_config: dict[str, Any] | None = None
     peft: dict[str, Any] | None = None
     frozen_sharding: str = "root"
+    tied: bool = False
+    """The language model's input and output embeddings are one parameter (``tie_word_embeddings``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,8 +74,8 @@ CASES = (
                "alpha": 8}),
     Case("qwen2_audio_replicate", "qwen2_audio", 2, "float32",
          freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate"),
-    Case("llava_per_layer_4_ranks", "llava", 4, "bfloat16",
-         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer"),
+    Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
 
 
@@ -80,12 +83,12 @@ CASES = (
 # Tiny models and their synthetic batches.
 # --------------------------------------------------------------------------------------------
 
-def tiny_config(family: str) -> Any:
+def tiny_config(family: str, *, tied: bool = False) -> Any:
     from transformers import LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig
 
     if family == "llava":
         return LlavaConfig(
-            text_config={"model_type": "llama", **TEXT},
+            text_config={"model_type": "llama", **TEXT, "tie_word_embeddings": tied}, tie_word_embeddings=tied,
             vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
                            "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4,
                            "projection_dim": 32},
@@ -128,8 +131,8 @@ def batch_spec(family: str, config: Any) -> dict[str, Any]:
 
 def write_recipe(case: Case, repository: Path) -> Path:
     """The case's recipe file in ``repository``, beside its tiny config (``models/<family>``)."""
-    config = tiny_config(case.family)
-    model_dir = repository / "models" / case.family
+    config = tiny_config(case.family, tied=case.tied)
+    model_dir = repository / "models" / (case.family + ("-tied" if case.tied else ""))
     if not (model_dir / "config.json").exists():
         config.save_pretrained(model_dir)
     target = "NeMoAutoModelForMultimodalLM" if case.family == "qwen2_audio" else "NeMoAutoModelForImageTextToText"
