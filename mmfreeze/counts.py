@@ -26,3 +26,11 @@ def tensor_text(tensors: int) -> str:
 def count_text(tensors: int, parameters: int) -> str:
     """``1 tensor / 2,048 parameters``, ``12 tensors / 3.34B parameters``."""
     return f"{tensor_text(tensors)} / {readable_count(parameters)} parameters"
+
+
+def readable_bytes(count: int) -> str:
+    """``535 MB``, ``12.3 GB``, ``812 B``: decimal units, three digits, as a change is read."""
+    for scale, unit in ((10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "kB")):
+        if abs(count) >= scale:
+            return f"{float(f'{count / scale:.3g}'):g} {unit}"
+    return f"{count:,} B"

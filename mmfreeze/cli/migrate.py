@@ -56,7 +56,8 @@ def migrate(
     try:
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
                                  allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
-                                 builder=choose_builder(settings.builder, settings.builder_fallback))
+                                 builder=choose_builder(settings.builder, settings.builder_fallback),
+                                 world_size=settings.world_size)
         finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(roundtrip=True))
         found = find_migratable(paths)
         files = _recipes_and_sources(found, finder)

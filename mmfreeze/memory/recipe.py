@@ -34,17 +34,21 @@ FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
 
-def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int) -> MemoryEstimate:
-    """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks."""
-    return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size))
+def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
+                  frozen_names: frozenset[str] | None = None) -> MemoryEstimate:
+    """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks;
+    ``frozen_names``: another trainable set on the same structure (what a diff compares)."""
+    return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names))
 
 
-def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int) -> MemoryInputs:
+def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
+                  frozen_names: frozenset[str] | None = None) -> MemoryInputs:
     document = recipe.framework_document
     source = recipe.display_path
     distributed = _distributed(document, source)
     check_world_size(distributed, world_size, source=source)
     structure = frozen.structure
+    names = frozen.frozen if frozen_names is None else frozen_names
     fp32_kept = [info.name for info in structure.parameters if "_fp32_params" in info.name]
     if fp32_kept:
         raise UnknownDtypeError(f"the framework keeps {fp32_kept[0]} (and {len(fp32_kept) - 1} more) in its own "
@@ -52,10 +56,10 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int) -
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
     adapters = frozen.adapters or frozenset()
-    layout = plan_fsdp_layout(structure, frozen.frozen, frozen_sharding(distributed, source))
+    layout = plan_fsdp_layout(structure, names, frozen_sharding(distributed, source))
     dtypes = {info.name: COMPUTE_DTYPE if info.name in layout.replicated else adapter if info.name in adapters
               else base for info in structure.parameters}
-    return MemoryInputs(structure=structure, frozen=frozen.frozen, dtypes=dtypes, layout=layout,
+    return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
                         optimizer=optimizer_state(document, source=source), world_size=world_size)
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
+
+if TYPE_CHECKING:
+    from mmfreeze.memory.change import ChangeCost  # sized only for a changed file, where it is shown
 
 Status = Literal[
     "preserved", "changed", "needs-escape-hatch", "already-migrated", "no-freeze-config",
@@ -49,6 +52,8 @@ class FileResult:
     error: str | None = None
     nemo_automodel: str = ""
     """For a rewritten recipe: whether nemo-automodel 0.7 runs it natively or needs ``mmfreeze.nemo``."""
+    cost: ChangeCost | None = None
+    """For ``changed``: what the change of the trainable set costs per rank (or why it cannot be sized)."""
 
     @property
     def changed(self) -> bool:
@@ -67,6 +72,7 @@ class FileResult:
             "newly_frozen": _groups_json(self.newly_frozen), "newly_trainable": _groups_json(self.newly_trainable),
             "findings": [{"line": f.line, "rule": f.rule, "message": f.message} for f in self.findings],
             "error": self.error, "nemo_automodel": self.nemo_automodel,
+            **({"cost": asdict(self.cost)} if self.cost is not None else {}),
         }
 
 
@@ -104,10 +110,14 @@ def file_lines(result: FileResult) -> list[str]:
     if result.error:
         lines.append(f"skipped: {result.error}")
     lines.extend(result.notes)
+    if result.cost is not None:
+        lines.append(f"cost: {result.cost.describe()}")
     for title, groups in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable)):
         if groups:
             lines.append(f"{title}: {describe_total(groups)}")
-            lines.extend(f"  {group.label}: {group.describe()}" for group in groups)
+            for group in groups:
+                delta = result.cost.of_group(title, group.label) if result.cost is not None else None
+                lines.append(f"  {group.label}: {group.describe()}" + (f"; {delta.brief()}" if delta else ""))
     lines.extend(f"{result.display}:{f.line}: {f.rule} not rewritten: {f.message}" for f in result.findings)
     return lines
 

@@ -33,6 +33,8 @@ class MigrateOptions:
     """The release the repository trains on, whose rules read its framework-vocabulary sections."""
     builder: BuilderChoice = field(default_factory=lambda: choose_builder("transformers"))
     """The repository's builder: rewrites are proven, and sections compiled, on the model it builds."""
+    world_size: int | None = None
+    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at (else the recipe's sizes)."""
 
 
 def find_migratable(paths: Iterable[Path]) -> list[Path]:
@@ -51,7 +53,7 @@ def plan_files(
     structure_of = _once_per_request(structure_of)
     bound = BoundModels(structure_of, options.allowed_targets, options.framework, options.builder)
     models = PlanModels(structure_of=structure_of, allowed_targets=options.allowed_targets,
-                        framework=options.framework, builder=options.builder)
+                        framework=options.framework, builder=options.builder, world_size=options.world_size)
     return [_plan_file(path, options, documents, models, bound) for path in files if progress(path) is None]
 
 

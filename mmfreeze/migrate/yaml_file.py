@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.comments import CommentedMap
 
@@ -21,7 +21,7 @@ from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEq
 from mmfreeze.freeze.compile_target import compile_target, release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.recipe_model import (
-    compiled_hold, compiled_sections, model_request, rate_targets, recipe_trained_model,
+    compiled_hold, compiled_sections, model_request, rate_targets, recipe_frozen_set, recipe_trained_model,
 )
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate.compare import group_parameters
@@ -41,7 +41,7 @@ from mmfreeze.migrate.yaml.text import key_position
 from mmfreeze.models.framework import FALLBACK_PREFIX, BuilderChoice, built_label
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout
+from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout, read_layout
 from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
 from mmfreeze.recipes.optimizer import OVERRIDES
 from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
@@ -50,6 +50,9 @@ from mmfreeze.recipes.recipe import load_recipe, parse_yaml_text
 from mmfreeze.recipes.roundtrip import YamlFile
 from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
+
+if TYPE_CHECKING:
+    from mmfreeze.memory.change import ChangeCost
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
 NOT_PROVEN_ON_THE_TRAINED_CLASS = (
@@ -80,7 +83,30 @@ def migrate_yaml(
     result = _result(display, file, new_text, rules, document, plan)
     if not result.changed:
         return result
-    return replace(result, nemo_automodel=native_support(written).verdict)
+    cost = _cost(path, written, result, models, documents, source=display) if result.status == "changed" else None
+    return replace(result, nemo_automodel=native_support(written).verdict, cost=cost)
+
+
+def _cost(
+    path: Path, written: Mapping[str, Any], result: FileResult, models: PlanModels, documents: YamlDocuments, *,
+    source: str,
+) -> ChangeCost:
+    """What the rewrite's change of the trainable set costs per rank: the migrated recipe on the
+    model its builder builds, against the same set with every moved group moved back."""
+    from mmfreeze.explain.memory import choose_world_size
+    from mmfreeze.memory.change import change_cost
+
+    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework, documents=documents)
+    layout = read_layout(written, source=source)
+    migrated = replace(recipe, document=layout.document, compiled=layout.compiled)
+    after = recipe_frozen_set(migrated, models.structure_of(model_request(migrated, models.builder)))
+    names = frozenset(info.name for info in after.structure.parameters)
+    groups = {(kind, group.label): frozenset(group.names) & names
+              for kind, moved in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable))
+              for group in moved}
+    world = choose_world_size(migrated, option=None, setting=models.world_size)
+    return change_cost(migrated, after, after.frozen ^ frozenset().union(*groups.values()), groups,
+                       world_size=None if world is None else world.ranks)
 
 
 @dataclass(frozen=True)
@@ -136,6 +162,8 @@ class PlanModels:
     framework: FrameworkRules
     builder: BuilderChoice
     """The builder the repository trains with: proofs and compiled paths are made on its model."""
+    world_size: int | None = None
+    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at."""
 
 
 def _plan(

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mmfreeze.distributed.native import NativeSupport, native_support
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
@@ -31,13 +31,17 @@ from mmfreeze.boundary.releases import framework_rules
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.settings import Settings
 from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
-from mmfreeze.snapshots.diff import diff_snapshots
+from mmfreeze.snapshots.diff import RecipeChange, diff_snapshots
 from mmfreeze.snapshots.format import SnapshotHeader, parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, link_key, recipe_key, recipe_path, scope_dir
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult, Status, unchecked_outcome
 from mmfreeze.snapshots.store import check_inside, delete_stored, read_stored, snapshot_files, write_stored
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.memory.change import ChangeCost
 
 Mode = Literal["check", "update", "new-only", "accept-release"]
 """``check`` writes nothing; ``update`` accepts every change and deletes orphans; ``new-only``
@@ -67,6 +71,8 @@ class SnapshotRun:
     """Worker processes building models missing from the cache (``None``: the available cores)."""
     on_build: Callable[[BuildTick], None] | None = None
     """Told of every distinct model built before the checks start (the long part of a cold run)."""
+    world_size: int | None = None
+    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at (else the recipe's sizes)."""
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
 
     @classmethod
@@ -96,6 +102,7 @@ class SnapshotRun:
             finder=RecipeFinder(root=settings.root, exclude=settings.exclude, documents=documents),
             workers=workers,
             on_build=on_build,
+            world_size=settings.world_size,
         )
 
     def is_recipe(self, path: Path) -> bool:
@@ -228,7 +235,8 @@ def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: S
         old = parse_snapshot(stored, source=shown)
     except SnapshotError as error:
         return located.outcome("changed", run.root, message=str(error), nemo_automodel=native)
-    structure = computed.trained_structure()
+    result = computed.frozen_set()
+    structure = result.structure
     change = diff_snapshots(
         old, computed.snapshot,
         numel_of={info.name: info.numel for info in structure.parameters},
@@ -242,7 +250,26 @@ def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: S
         return located.outcome("builder_switch", run.root, message=switch, change=change, nemo_automodel=native)
     status: Status = ("version_only" if change.version_only else "renamed" if change.renamed_only
                       else "probe_only" if change.probe_only else "changed")
-    return located.outcome(status, run.root, change=change, nemo_automodel=native)
+    moved = status == "changed" and bool(change.newly_frozen or change.newly_trainable)
+    cost = _cost(change, result, computed, run) if moved else None
+    return located.outcome(status, run.root, change=change, nemo_automodel=native, cost=cost)
+
+
+def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnapshot, run: SnapshotRun) -> ChangeCost:
+    """What moving tensors between frozen and trainable costs per rank (computed for a changed recipe
+    only: the check pays nothing else). Adapters added or removed change the model itself, and are
+    sized by `mmfreeze explain --world-size`, not here."""
+    from mmfreeze.explain.memory import choose_world_size
+    from mmfreeze.memory.change import change_cost
+
+    names = frozenset(info.name for info in result.structure.parameters)
+    groups = {(kind, group.label): frozenset(group.names) & names
+              for kind, moved in (("newly frozen", change.newly_frozen), ("newly trainable", change.newly_trainable))
+              for group in moved}
+    moved = frozenset().union(*groups.values())
+    world = choose_world_size(computed.recipe, option=None, setting=run.world_size)
+    return change_cost(computed.recipe, result, result.frozen ^ moved, groups,
+                       world_size=None if world is None else world.ranks)
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:

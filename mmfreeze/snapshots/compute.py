@@ -20,7 +20,6 @@ from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, built_label, describe_build
 from mmfreeze.models.loader import ModelRequest, find_config, load_structure, structure_source
-from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.reachability.recipe import probed_request, recipe_reach
@@ -92,10 +91,11 @@ class ComputedSnapshot:
     recipe: Recipe
     options: LoadingOptions
 
-    def trained_structure(self) -> ModelStructure:
-        """The structure the set was computed on (shapes and groups for a change report). Only a
-        changed snapshot needs it, so it is computed again then rather than kept for every recipe."""
-        return _compute(self.recipe, self.options).structure
+    def frozen_set(self) -> FrozenSetResult:
+        """The set with the structure it was computed on (shapes and groups for a change report,
+        and its cost). Only a changed snapshot needs it, so it is computed again then rather than
+        kept for every recipe."""
+        return _compute(self.recipe, self.options)
 
 
 def prefetch(

@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from mmfreeze.counts import tensor_text
 from mmfreeze.distributed.native import NATIVE_VERDICTS
@@ -17,6 +18,9 @@ from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
 from mmfreeze.snapshots.diff import ReachChange, RecipeChange, RenameGroup
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome
+
+if TYPE_CHECKING:
+    from mmfreeze.memory.change import ChangeCost, MemoryDelta
 
 STATUS_TITLES = {
     "input_error": "input error", "changed": "changed", "missing": "missing snapshot",
@@ -106,23 +110,29 @@ def _change_sections(change: RecipeChange) -> Iterator[tuple[str, str, Sequence[
         yield f"{reach.mix}: reached now", f"{reach.mix}: reached now", reach.newly_reached
 
 
-def _text_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
+def _text_groups(
+    title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str], cost: ChangeCost | None,
+) -> Iterator[str]:
     if not groups:
         return
     yield f"  {title}: {describe_total(groups)}"
     for group in groups:
         yield f"    {group.label}: {group.describe()}"
+        if cost is not None and (delta := cost.of_group(title, group.label)) is not None:
+            yield f"      cost: {delta.brief()}"
         yield from (f"      {line}" for line in compress_names(group.names))
         if stored := stored_as(group, stored_names):
             yield "      stored as:"
             yield from (f"        {line}" for line in stored)
 
 
-def _text_change(change: RecipeChange) -> Iterator[str]:
+def _text_change(change: RecipeChange, cost: ChangeCost | None) -> Iterator[str]:
+    if cost is not None:
+        yield f"  cost: {cost.describe()}"
     for header in change.header_changes:
         yield f"  {header.field}: {header.old} -> {header.new}"
     for title, _, groups in _change_sections(change):
-        yield from _text_groups(title, groups, change.stored_names)
+        yield from _text_groups(title, groups, change.stored_names, cost)
     yield from (f"  {probe_line(reach)}" for reach in change.reach_changes if reach.probe)
     if change.renamed:
         yield f"  renamed: {renamed_total(change.renamed)}"
@@ -156,7 +166,7 @@ def render_text(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) ->
         if outcome.message:
             lines.append(f"  {outcome.message}")
         if outcome.change is not None:
-            lines.extend(_text_change(outcome.change))
+            lines.extend(_text_change(outcome.change, outcome.cost))
     for orphan in orphans:
         verb = "deleted" if orphan.deleted else "orphaned"
         lines.append(f"{orphan.snapshot}: {verb} snapshot (recipe {orphan.recipe} is gone)")
@@ -232,13 +242,22 @@ def _md_what_moved(change: RecipeChange) -> str:
     return "<br>".join(html.escape(part) for part in moved) or "nothing"
 
 
-def _md_groups(title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str]) -> Iterator[str]:
+def _md_groups(
+    kind: str, title: str, groups: Sequence[ModuleGroup], stored_names: Mapping[str, str], cost: ChangeCost | None,
+) -> Iterator[str]:
     if not groups:
         return
     yield f"**{title}**\n"
-    yield "| module | tensors | parameters |"
-    yield "|---|---:|---:|"
-    yield from (f"| {_md_code(g.label)} | {g.tensors:,} | {g.parameters:,} |" for g in groups)
+    deltas = [cost.of_group(kind, g.label) if cost is not None else None for g in groups]
+    if any(deltas):
+        yield "| module | tensors | parameters | per rank |"
+        yield "|---|---:|---:|---:|"
+        yield from (f"| {_md_code(g.label)} | {g.tensors:,} | {g.parameters:,} | "
+                    f"{html.escape(_per_rank(delta)) if delta else ''} |" for g, delta in zip(groups, deltas, strict=True))
+    else:
+        yield "| module | tensors | parameters |"
+        yield "|---|---:|---:|"
+        yield from (f"| {_md_code(g.label)} | {g.tensors:,} | {g.parameters:,} |" for g in groups)
     yield ""
     yield "```text"
     yield from (line for group in groups for line in compress_names(group.names))
@@ -271,9 +290,11 @@ def _md_details(outcome: RecipeOutcome) -> Iterator[str]:
         yield "|---|---|---|"
         yield from (f"| {h.field} | {_md_code(str(h.old))} | {_md_code(str(h.new))} |" for h in change.header_changes)
         yield ""
+    if outcome.cost is not None:
+        yield f"Cost: {html.escape(outcome.cost.describe())}\n"
     if change is not None:
-        for _, title, groups in _change_sections(change):
-            yield from _md_groups(title, groups, change.stored_names)
+        for kind, title, groups in _change_sections(change):
+            yield from _md_groups(kind, title, groups, change.stored_names, outcome.cost)
         yield from _md_renamed(change.renamed)
     yield "</details>\n"
 
@@ -287,7 +308,7 @@ def render_markdown(
     characters (``None``: the whole report, for ``--report-file``)."""
     ordered = by_severity([outcome for outcome in outcomes if outcome.status != "passed"])
     rows = [outcome for outcome in ordered if outcome.status not in (*RELEASE_ONLY, "builder_switch")]
-    lines = ["### mmfreeze: frozen-parameter changes", ""]
+    lines = ["### mmfreeze: frozen-parameter changes", "", *_largest_cost(rows)]
     native = [f"{summary}\n"] if (summary := native_summary(outcomes)) else []
     if not ordered and not orphans:
         return "\n".join([*lines, f"All {len(outcomes)} recipes match their snapshots.", "", *native])
@@ -315,6 +336,22 @@ def render_markdown(
     if limit is None:
         return "\n".join([*lines, *details])
     return fit_comment("\n".join(lines), details, limit=limit)
+
+
+def _largest_cost(outcomes: Sequence[RecipeOutcome]) -> list[str]:
+    """The first line of a report with changes: the change that costs a rank most (by its size,
+    either way), so a reviewer sees first whether a run still fits."""
+    sized = [(outcome.recipe, outcome.cost.total) for outcome in outcomes
+             if outcome.cost is not None and outcome.cost.total is not None]
+    if not sized:
+        return []
+    recipe, delta = max(sized, key=lambda pair: abs(pair[1].total))
+    return [f"**Largest change per rank**: {_md_code(recipe)}: {html.escape(delta.describe())}", ""]
+
+
+def _per_rank(delta: MemoryDelta) -> str:
+    """``+535 MB at 8 ranks``: a table cell (the details say once what it counts)."""
+    return f"{delta.per_rank()} at {delta.world_size} ranks"
 
 
 def acceptance_advice(outcomes: Sequence[RecipeOutcome], orphans: Sequence[Orphan]) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mmfreeze.distributed.native import NativeSupport
 from mmfreeze.snapshots.diff import RecipeChange
+
+if TYPE_CHECKING:
+    from mmfreeze.memory.change import ChangeCost  # sized only for a changed recipe, where it is shown
 
 Status = Literal["passed", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing", "written",
                  "updated", "input_error"]
@@ -36,6 +39,9 @@ class RecipeOutcome:
     nemo_automodel: NativeSupport | None = None
     """Whether nemo-automodel 0.7 runs the recipe natively or needs ``mmfreeze.nemo``, and which keys
     decide it; ``None`` when the recipe could not be read."""
+    cost: ChangeCost | None = None
+    """For ``changed``: what the change costs per rank, whole and per group that moved (or why it
+    cannot be sized)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,7 +75,7 @@ def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str
     assert header.architecture == expected_class
     assert header.builder == f"nemo-automodel {installed_version('nemo-automodel')}"
     assert header.divergence == ""
-    trained = computed.trained_structure()
+    trained = computed.frozen_set().structure
     base = {name for info in trained.parameters for name in info.names if ".lora_" not in name}
     assert base == names
     assert computed.snapshot.frozen <= {name for info in trained.parameters for name in info.names}
@@ -99,7 +99,7 @@ def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path)
     """No talker, no code2wav: the thinker the framework builds."""
     loading = options(tmp_path, "auto")
     check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, OMNI[recipe], loading)
-    structure = compute_snapshot(REPO_ROOT / recipe, recipe, loading).trained_structure()
+    structure = compute_snapshot(REPO_ROOT / recipe, recipe, loading).frozen_set().structure
     assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
 
 
