@@ -246,7 +246,8 @@ def measured(run: Run) -> list[dict[str, int]]:
 def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_allocate(tmp_path: Path) -> None:
     """Every case ran its 2 steps through the stock entry point, measured at the second step, and
     mmfreeze's parameters, gradients and optimizer bytes equal the measurement on every rank; each rank
-    holds one gradient storage per FSDP2 unit with a trainable parameter, as many as mmfreeze's layout has.
+    holds one gradient storage per FSDP2 unit with a trainable parameter, as many as mmfreeze's layout has;
+    the units and the largest one's all-gather output are mmfreeze's too.
     (One test: under xdist, a module fixture shared by two tests could launch everything twice.)"""
     runs = run_all(tmp_path)
     for run in runs:
@@ -264,7 +265,21 @@ def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_alloca
     buffers = {run.case.name: ({r["storages"]["gradients"] for r in run.ranks.values()}, run.predicted["gradient_buffers"])
                for run in runs}
     assert all(measured == {predicted} for measured, predicted in buffers.values()), buffers  # one per FSDP2 unit
+    check_units_and_peak(runs)
     check_coverage(runs)
+
+
+def check_units_and_peak(runs: list[Run]) -> None:
+    """As many FSDP2 units as mmfreeze's layout, and its transient all-gather peak is the largest
+    unit's all-gather output, to the byte (read from the units' ``FSDPParam``s at the second step)."""
+    found = {}
+    for run in runs:
+        units = run.ranks[0]["fsdp_units"]
+        largest = max(units, key=lambda unit: unit["all_gather_bytes"])
+        peak = run.predicted["all_gather_peak"]
+        found[run.case.name] = ((len(units), largest["all_gather_bytes"], largest["path"]),
+                                (run.predicted["fsdp_units"], peak["bytes"], peak["unit"]))
+    assert all(measured == predicted for measured, predicted in found.values()), json.dumps(found, indent=1)
 
 
 def check_coverage(runs: list[Run]) -> None:

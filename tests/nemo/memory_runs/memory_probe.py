@@ -12,6 +12,11 @@ DTensor's local tensor), with ``untyped_storage().nbytes()``:
 * ``gradients``: every parameter's ``.grad``;
 * ``optimizer``: every tensor in ``optimizer.state`` (``exp_avg``, ``exp_avg_sq``, ``step`` ...).
 
+It also lists the model's FSDP2 units (modules ``fully_shard`` made ``FSDPModule``s) and the size
+of each one's all-gather output, as ``foreach_all_gather`` (``_fsdp_collectives.py``) allocates it:
+``world x sum(padded shard numel)`` elements in the all-gather dtype (``param_dtype`` or the
+parameter's own), read from each unit's ``FSDPParam``s (torch-internal state; a test may read it).
+
 A storage counted in one kind and met again in another is recorded in ``shared`` (the three must
 be disjoint). Everything goes to ``$MEMORY_RUN_OUT/rank<R>.json``.
 """
@@ -71,6 +76,7 @@ def _measure(optimizer) -> dict[str, Any]:
                 shared.append([seen[pointer], kind])
             seen.setdefault(pointer, kind)
     return {
+        "fsdp_units": _fsdp_units(model),
         "bytes": {kind: sum(storages.values()) for kind, storages in kinds.items()},
         "storages": {kind: len(storages) for kind, storages in kinds.items()},
         "shared": shared,
@@ -80,6 +86,23 @@ def _measure(optimizer) -> dict[str, Any]:
                           "kind": type(p).__name__}
                    for name, p in params.items()},
     }
+
+
+def _fsdp_units(model) -> list[dict[str, Any]]:
+    import torch
+    from torch.distributed.fsdp import FSDPModule
+
+    units = []
+    for path, module in model.named_modules():
+        if not isinstance(module, FSDPModule):
+            continue
+        group = module._get_fsdp_state()._fsdp_param_group
+        params = group.fsdp_params if group is not None else []
+        world = group.mesh_info.shard_mesh_size if group is not None else 1
+        gathered = sum(p.padded_sharded_param_size.numel() * world
+                       * torch.empty((), dtype=p.param_dtype or p.orig_dtype).element_size() for p in params)
+        units.append({"path": path, "parameters": len(params), "all_gather_bytes": gathered})
+    return units
 
 
 def _pre_step(optimizer, args, kwargs) -> None:
