@@ -99,13 +99,20 @@ def _distributed(document: Mapping[str, Any], source: str) -> Mapping[str, Any]:
     return section
 
 
+WORLD_FACTORS = ("tp_size", "cp_size", "pp_size")
+"""With ``dp_size``, the factors of the world size (``components/distributed/mesh_utils.py``: the mesh is
+``pp x dp_replicate x dp_shard x cp x tp`` with ``dp_size = dp_replicate x dp_shard``; experts are carved
+out of ``dp x cp x tp``, so ``ep_size`` is not a factor)."""
+
+
 def recipe_world_size(document: Mapping[str, Any]) -> int | None:
-    """The world size the recipe's distributed sizes state (``dp_size`` times the others), or ``None``."""
+    """The world size the recipe's distributed sizes state (``dp_size x tp_size x cp_size x pp_size``),
+    or ``None`` when ``dp_size`` is not an integer (the framework then infers it from the launch)."""
     section = document.get("distributed")
     if not isinstance(section, Mapping) or not _positive(section.get("dp_size")):
         return None
     world = section["dp_size"]
-    for key in UNMODELLED_SIZES:
+    for key in WORLD_FACTORS:
         world *= section.get(key) if _positive(section.get(key)) else 1
     return world
 

@@ -77,3 +77,13 @@ def test_one_gradient_buffer_per_unit_with_a_trainable_parameter() -> None:
     """No layer containers here: the root is the only unit, and it holds the trainable head."""
     result = estimate(2)
     assert (result.units, result.gradient_buffers) == (1, 1)
+
+
+@pytest.mark.parametrize(("distributed", "world"), [
+    ({"dp_size": 8}, 8), ({"dp_size": 4, "tp_size": 2, "ep_size": 4}, 8), ({"dp_size": None}, None),
+    ({"dp_size": "none"}, None), ({"dp_size": 2, "dp_replicate_size": 2, "cp_size": 2}, 4)])
+def test_the_recipe_s_world_size_is_dp_times_tp_cp_pp(distributed: dict, world: int | None) -> None:
+    """``mesh_utils.py``: dp_size already counts dp_replicate; experts are carved out of the others."""
+    from mmfreeze.memory.recipe import recipe_world_size
+
+    assert recipe_world_size({"distributed": distributed}) == world
