@@ -21,13 +21,13 @@ from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import Recipe, display_path, read_model_id
 
 if TYPE_CHECKING:
-    from mmfreeze.freeze.compile_target import CompileTarget
+    from mmfreeze.freeze.compiler.target import CompileTarget
     from mmfreeze.freeze.engine import FrozenSetResult
     from mmfreeze.freeze.optimizer import OptimizerSection
     from mmfreeze.freeze.param_groups import ParamGroups
     from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.structure import ModelStructure
-    from mmfreeze.recipes.compiled import CompiledSections
+    from mmfreeze.recipes.layout import CompiledSections
 
 
 def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None) -> FrozenSetResult:
@@ -36,13 +36,13 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: Comp
     `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
     their selectors are resolved on the trained model, with the recipe's overrides. A recipe with
     compiled sections must hold what its source compiles to on ``target`` (this run's release,
-    transformers and builder): :func:`mmfreeze.freeze.compiled.check_compiled`; and, in every
+    transformers and builder): :func:`mmfreeze.freeze.compiler.check.check_compiled`; and, in every
     environment, the compiled sections applied as the framework applies them must train what the
-    source does on ``structure`` (:func:`mmfreeze.freeze.compiled.check_compiled_trains`), so the
+    source does on ``structure`` (:func:`mmfreeze.freeze.compiler.check.check_compiled_trains`), so the
     returned set is also the compiled section's."""
     result, grouping = _frozen_set(recipe, structure)
     if recipe.compiled is not None and target is not None:
-        from mmfreeze.freeze.compiled import check_compiled, check_compiled_trains
+        from mmfreeze.freeze.compiler.check import check_compiled, check_compiled_trains
 
         trained = _compiled_frozen_set(recipe, structure)
         if trained is not None:  # in every environment: what the stock framework trains
@@ -133,7 +133,7 @@ def _compiled(
     recipe: Recipe, structure: ModelStructure, result: FrozenSetResult,
     grouping: tuple[OptimizerSection, ParamGroups] | None, target: CompileTarget,
 ) -> CompiledSections:
-    from mmfreeze.freeze.compiled import compile_sections
+    from mmfreeze.freeze.compiler.sections import compile_sections
 
     optimizer, groups = grouping if grouping is not None else (None, None)
     return compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,

@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap
 from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, LEGACY_FROZEN_SHARDING, NESTED_PATHS
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEquivalent, NotNativelyExpressible
-from mmfreeze.freeze.compile_target import compile_target, release_of
+from mmfreeze.freeze.compiler.target import compile_target, release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.recipe_model import (
     compiled_hold, compiled_sections, model_request, rate_targets, recipe_frozen_set, recipe_trained_model,
@@ -41,8 +41,8 @@ from mmfreeze.migrate.yaml.text import key_position
 from mmfreeze.models.framework import FALLBACK_PREFIX, BuilderChoice, built_label
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.compiled import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout, read_layout
-from mmfreeze.recipes.compiled import SECTION as SOURCE_SECTION
+from mmfreeze.recipes.layout import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout, read_layout
+from mmfreeze.recipes.layout import SECTION as SOURCE_SECTION
 from mmfreeze.recipes.optimizer import OVERRIDES
 from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.recipes.documents import YamlDocuments

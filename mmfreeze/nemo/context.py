@@ -9,7 +9,7 @@ from typing import Any
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import IntegrationError
-from mmfreeze.recipes.compiled import KEYS as LAYOUT_KEYS
+from mmfreeze.recipes.layout import KEYS as LAYOUT_KEYS
 from mmfreeze.recipes.multimodal import read_module_overrides
 from mmfreeze.recipes.recipe import display_path, read_yaml
 from mmfreeze.resolver.overrides import override_specs

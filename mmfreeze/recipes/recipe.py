@@ -11,7 +11,7 @@ from ruamel.yaml import YAML, events
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError, first_line
-from mmfreeze.recipes.compiled import CompiledSections, as_framework_reads, read_layout
+from mmfreeze.recipes.layout import CompiledSections, as_framework_reads, read_layout
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS, DrafterSection, parse_drafter
 from mmfreeze.recipes.interpolation import resolve_references
 from mmfreeze.recipes.multimodal import ModuleOverride, read_module_overrides
@@ -54,7 +54,7 @@ class ModelSection:
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """A parsed training recipe. ``document`` is the whole YAML as plain data (anchors resolved),
-    with the reviewed source in the place of what was compiled from it (:mod:`mmfreeze.recipes.compiled`)."""
+    with the reviewed source in the place of what was compiled from it (:mod:`mmfreeze.recipes.layout`)."""
 
     path: Path
     display_path: str

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
-from mmfreeze.freeze.compile_target import compile_target
+from mmfreeze.freeze.compiler.target import compile_target
 from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.models.batch import BuildTick, build_missing
 from mmfreeze.models.cache import StructureCache

@@ -14,7 +14,7 @@ from torch import nn
 
 from mmfreeze.exceptions import NotNativelyExpressible
 from mmfreeze.freeze.engine import compute_frozen_set
-from mmfreeze.freeze.native import compile_native_section
+from mmfreeze.freeze.compiler.selectors import compile_native_section
 from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.boundary.releases import FrameworkRules
 

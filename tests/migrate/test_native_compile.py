@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from mmfreeze.exceptions import CompiledSectionError
-from mmfreeze.freeze.compile_target import CompileTarget
+from mmfreeze.freeze.compiler.target import CompileTarget
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.recipes.recipe import load_recipe

@@ -25,7 +25,7 @@ from mmfreeze.freeze.recipe_model import model_request
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files, write_changed
-from mmfreeze.recipes.compiled import read_layout
+from mmfreeze.recipes.layout import read_layout
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.resolver.overrides import override_specs

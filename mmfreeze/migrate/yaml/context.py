@@ -9,7 +9,7 @@ from typing import Any
 from mmfreeze.migrate.rates import RatePlan
 from mmfreeze.freeze.release_renames import SelectorMove
 from mmfreeze.migrate.section import SectionMigration
-from mmfreeze.recipes.compiled import CompiledSections
+from mmfreeze.recipes.layout import CompiledSections
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,7 +42,7 @@ from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, key_position, key_span, line_ending, line_key, split_lines,
 )
-from mmfreeze.recipes.compiled import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections
+from mmfreeze.recipes.layout import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections
 from mmfreeze.recipes.roundtrip import YamlFile
 
 RULE = MF006
