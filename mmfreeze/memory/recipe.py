@@ -45,6 +45,9 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
                   frozen_names: frozenset[str] | None = None) -> MemoryInputs:
     document = recipe.framework_document
     source = recipe.display_path
+    if "teacher_model" in document:
+        raise MemoryModelError("knowledge distillation also holds the teacher's parameters on the ranks, which the "
+                               "memory model does not count: not sized", source=source, key="teacher_model")
     distributed = _distributed(document, source)
     check_world_size(distributed, world_size, source=source)
     structure = frozen.structure

@@ -102,3 +102,13 @@ def test_a_default_world_size_the_layout_refuses_says_why_without_failing(tmp_pa
     result = explain(str(write(tmp_path, settings="world_size = 4\n", dp_size="2")), "--format", "json")
     assert result.exit_code == 0, result.output
     assert "distributed.dp_size" in json.loads(result.stdout)["memory"]["error"]
+
+
+def test_a_distillation_recipe_is_refused_naming_the_teacher(tmp_path: Path) -> None:
+    """The teacher's parameters sit on the same ranks and are not counted: no figure at all."""
+    path = write(tmp_path)
+    path.write_text(path.read_text() + "teacher_model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText."
+                    "from_pretrained\n  pretrained_model_name_or_path: ckpt\n")
+    result = explain(str(path), "--world-size", "2")
+    assert result.exit_code == ExitCode.INPUT_ERROR, result.output
+    assert "teacher_model" in result.output
