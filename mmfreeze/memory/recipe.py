@@ -18,6 +18,7 @@ from mmfreeze.memory.optimizer import optimizer_state
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.models.structure import ModelStructure
     from mmfreeze.recipes.recipe import Recipe
 
 FROM_CONFIG_DEFAULT_DTYPE = "bfloat16"
@@ -51,6 +52,7 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
     distributed = _distributed(document, source)
     check_world_size(distributed, world_size, source=source)
     structure = frozen.structure
+    check_shared_parallelizer(structure, source=source)
     names = frozen.frozen if frozen_names is None else frozen_names
     fp32_kept = [info.name for info in structure.parameters if "_fp32_params" in info.name]
     if fp32_kept:
@@ -64,6 +66,13 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
               else base for info in structure.parameters}
     return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
                         optimizer=optimizer_state(document, source=source), world_size=world_size)
+
+
+def check_shared_parallelizer(structure: ModelStructure, *, source: str) -> None:
+    """Refuse a framework class that brings its own parallelizer (:data:`OWN_PARALLELIZERS`)."""
+    if structure.class_module.startswith(OWN_PARALLELIZERS):
+        raise MemoryModelError(f"the framework shards {structure.class_name} ({structure.class_module}) with its own "
+                               "parallelizer, whose FSDP2 layout mmfreeze does not model", source=source, key="model")
 
 
 def model_dtype(document: Mapping[str, Any], target: str, *, source: str) -> str:
@@ -102,6 +111,12 @@ def _distributed(document: Mapping[str, Any], source: str) -> Mapping[str, Any]:
     return section
 
 
+OWN_PARALLELIZERS = tuple(f"nemo_automodel.components.models.{package}." for package in (
+    "bagel", "deepseek_v4", "deepseek_v41", "diffusion_gemma", "gemma4_moe", "muse_glimmer", "nemotron_v3", "qwen3_5",
+    "qwen3_vl"))
+"""The framework's model classes that carry their own ``parallelizer`` sidecar (``Cls.parallelizer = PARALLELIZER``
+in 0.7.0's ``components/models/<package>/model.py``), overriding ``_apply``, ``_apply_fsdp_sharding`` or
+``_fully_shard_module``: their FSDP2 units are not the shared path's, so they are refused."""
 WORLD_FACTORS = ("tp_size", "cp_size", "pp_size")
 """With ``dp_size``, the factors of the world size (``components/distributed/mesh_utils.py``: the mesh is
 ``pp x dp_replicate x dp_shard x cp x tp`` with ``dp_size = dp_replicate x dp_shard``; experts are carved

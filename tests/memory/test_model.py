@@ -87,3 +87,16 @@ def test_the_recipe_s_world_size_is_dp_times_tp_cp_pp(distributed: dict, world: 
     from mmfreeze.memory.recipe import recipe_world_size
 
     assert recipe_world_size({"distributed": distributed}) == world
+
+
+def test_a_framework_class_with_its_own_parallelizer_is_refused_and_a_transformers_one_of_that_name_is_not() -> None:
+    from dataclasses import replace
+
+    from mmfreeze.memory.errors import MemoryModelError
+    from mmfreeze.memory.recipe import check_shared_parallelizer
+
+    own = replace(STRUCTURE, class_name="Qwen3VLForConditionalGeneration",
+                  class_module="nemo_automodel.components.models.qwen3_vl.model")
+    with pytest.raises(MemoryModelError, match="r.yaml: model: the framework shards Qwen3VLForConditionalGeneration"):
+        check_shared_parallelizer(own, source="r.yaml")
+    check_shared_parallelizer(replace(own, class_module="transformers.models.qwen3_vl.modeling_qwen3_vl"), source="r")
