@@ -6,6 +6,7 @@ recipe's distributed sizes): the corpus check never computes it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,10 +39,10 @@ def choose_world_size(recipe: Recipe, *, option: int | None, setting: int | None
     return WorldSize(ranks=stated, source="the recipe's distributed sizes") if stated is not None else None
 
 
-def explain_memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize) -> dict[str, Any]:
+def explain_memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize, *, config: Mapping[str, Any]) -> dict[str, Any]:
     """The `memory` section: ``{"world_size": N, "ranks": [{"rank", "parameters", "gradients", "optimizer"}]}``
-    in bytes, with how it was sized (an input error propagates: the caller decides)."""
-    return memory_section(recipe_memory(recipe, frozen, world_size=world.ranks), world)
+    in bytes, with how it was sized (an input error propagates: the caller decides); ``config``: the model's."""
+    return memory_section(recipe_memory(recipe, frozen, world_size=world.ranks, config=config), world)
 
 
 def memory_section(estimate: MemoryEstimate, world: WorldSize) -> dict[str, Any]:

@@ -58,17 +58,19 @@ def explain_recipe(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
         "nemo_automodel": explain_native(recipe, frozen.vocabulary),
-        "memory": _memory(recipe, frozen, world),
+        "memory": _memory(recipe, frozen, world, loaded),
     }
 
 
-def _memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None) -> dict[str, Any] | None:
+def _memory(
+    recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None, loaded: LoadedStructure,
+) -> dict[str, Any] | None:
     """The memory section; a world size asked for on the command line makes a refusal an input
     error, one taken from a default only says why there is no figure."""
     if world is None:
         return None
     try:
-        return explain_memory(recipe, frozen, world)
+        return explain_memory(recipe, frozen, world, config=loaded.source.config)
     except MemoryModelError as error:
         if world.source == "--world-size":
             raise

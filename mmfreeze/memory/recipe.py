@@ -15,6 +15,7 @@ from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, Unk
 from mmfreeze.memory.layout import FrozenSharding, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import optimizer_state
+from mmfreeze.models.framework import framework_class_for
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -36,9 +37,13 @@ FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
 
 def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
-                  frozen_names: frozenset[str] | None = None) -> MemoryEstimate:
+                  frozen_names: frozenset[str] | None = None, config: Mapping[str, Any] | None = None) -> MemoryEstimate:
     """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks;
-    ``frozen_names``: another trainable set on the same structure (what a diff compares)."""
+    ``frozen_names``: another trainable set on the same structure (what a diff compares); ``config``: the
+    model's config.json content, which says whether the framework builds its own class
+    (:func:`check_framework_class`)."""
+    if config is not None:
+        check_framework_class(config, frozen.structure, source=recipe.display_path)
     return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names))
 
 
@@ -66,6 +71,26 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
               else base for info in structure.parameters}
     return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
                         optimizer=optimizer_state(document, source=source), world_size=world_size)
+
+
+def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *, source: str) -> None:
+    """Refuse a structure the framework would not train: its own class for the architecture where this
+    environment built the transformers one (another tree, maybe another layout), or any class of
+    :data:`OWN_PARALLELIZERS`."""
+    framework = framework_class_for(config)
+    if framework is None:
+        return
+    modules = [module for module, _ in framework.classes]
+    if any(f"{module}.".startswith(OWN_PARALLELIZERS) for module in modules):
+        raise MemoryModelError(f"the framework builds {framework.describe()} for {framework.architecture}, sharded by "
+                               "its own parallelizer, whose FSDP2 layout mmfreeze does not model", source=source,
+                               key="model")
+    if structure.class_module not in modules:  # a config-dependent choice included: which one is not known here
+        verb = "may build" if framework.config_dependent else "builds"
+        raise MemoryModelError(f"the framework {verb} {framework.describe()} for {framework.architecture}, but this "
+                               f"environment built {structure.class_name} ({structure.class_module}); size it where "
+                               "the framework's class builds (nemo-automodel installed with its transformers)",
+                               source=source, key="model")
 
 
 def check_shared_parallelizer(structure: ModelStructure, *, source: str) -> None:

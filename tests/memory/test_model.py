@@ -100,3 +100,20 @@ def test_a_framework_class_with_its_own_parallelizer_is_refused_and_a_transforme
     with pytest.raises(MemoryModelError, match="r.yaml: model: the framework shards Qwen3VLForConditionalGeneration"):
         check_shared_parallelizer(own, source="r.yaml")
     check_shared_parallelizer(replace(own, class_module="transformers.models.qwen3_vl.modeling_qwen3_vl"), source="r")
+
+
+def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized() -> None:
+    """``framework_classes.json``: 0.7.0 builds its own class for these architectures (Gemma4 with its own
+    parallelizer; Mistral3 by config), so the transformers class this environment built is not what trains."""
+    from dataclasses import replace
+
+    from mmfreeze.memory.errors import MemoryModelError
+    from mmfreeze.memory.recipe import check_framework_class
+
+    built = replace(STRUCTURE, class_module="transformers.models.x.modeling_x")
+    with pytest.raises(MemoryModelError, match="model: the framework builds .* sharded by its own parallelizer"):
+        check_framework_class({"architectures": ["Gemma4ForConditionalGeneration"]}, built, source="r")
+    with pytest.raises(MemoryModelError, match="model: the framework may build .* but this environment built"):
+        check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, source="r")
+    check_framework_class({"architectures": ["LlavaForConditionalGeneration"]}, built, source="r")
+    check_framework_class({}, built, source="r")
