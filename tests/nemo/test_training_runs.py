@@ -66,7 +66,9 @@ class Run:
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A team repository holding the migrated, snapshotted recipe."""
     root = tmp_path_factory.mktemp("team")
-    (root / "pyproject.toml").write_text('[tool.mmfreeze]\nsnapshots = "snapshots"\n')
+    # The tiny model lives outside the team's repository: a setting names its folder in words.
+    (root / "pyproject.toml").write_text(
+        f'[tool.mmfreeze]\nsnapshots = "snapshots"\n[tool.mmfreeze.model_folders]\ntest_models = "{HERE / "models"}"\n')
     (root / RECIPE).parent.mkdir()
     for recipe, template in ((RECIPE, "tiny_llava_legacy.yaml"), (DISTILLATION, "tiny_llava_kd_legacy.yaml")):
         text = (HERE / "recipes" / template).read_text()

@@ -19,7 +19,9 @@ MODELS_PLACEHOLDER = "MODELS/"
 
 def make_repository(root: Path) -> dict[Path, dict[str, Any]]:
     """Write the recipes under ``root/recipes`` and snapshot them; each recipe's path -> its document."""
-    (root / "pyproject.toml").write_text('[tool.mmfreeze]\nsnapshots = "snapshots"\n')
+    # The tiny models live outside the team's repository: a setting names their folder in words.
+    (root / "pyproject.toml").write_text(
+        f'[tool.mmfreeze]\nsnapshots = "snapshots"\n[tool.mmfreeze.model_folders]\ntest_models = "{MODELS}"\n')
     (root / "recipes").mkdir()
     documents = {}
     for template in sorted((CLASS_RUNS / "recipes").glob("*.yaml")):
