@@ -15,7 +15,7 @@ optimizer states just before the second optimizer step. mmfreeze's prediction is
 The models are built ``from_config`` from tiny configs written here (no weights, no download); the
 language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do not divide by the
 world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
-tower, LoRA, ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
+tower, LoRA (fp32 adapters on a bf16 base), ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
 and one on 4.
 All launches start together to share the two cores' import time.
 """
@@ -69,9 +69,9 @@ class Case:
 CASES = (
     Case("llava_full_frozen_tower", "llava", 2, "float32",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}),
-    Case("qwen2_5_vl_lora", "qwen2_5_vl", 2, "bfloat16",
+    Case("qwen2_5_vl_lora", "qwen2_5_vl", 2, "bfloat16",  # fp32 adapters (peft.lora_dtype) on a bf16 base
          peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig", "target_modules": ["*_proj"], "dim": 4,
-               "alpha": 8}),
+               "alpha": 8, "lora_dtype": "torch.float32"}),
     Case("qwen2_audio_replicate", "qwen2_audio", 2, "float32",
          freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate"),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
