@@ -77,7 +77,7 @@ def main() -> int:
     print("per-rank bytes of parameters + gradients + optimizer states (activations out of scope), "
           f"{len(runs)} stock FSDP2 runs measured in {time.monotonic() - started:.0f} s")
     print("ratio = estimate / measured; accelerate/N is that figure divided by the world size (not accelerate's output)")
-    header = (f"{'case':<26} {'rank':>4} {'measured B':>11} {'mmfreeze - measured B':>22} {'mmfreeze':>9} "
+    header = (f"{'case':<30} {'rank':>4} {'measured B':>11} {'mmfreeze - measured B':>22} {'mmfreeze':>9} "
               f"{'accelerate':>11} {'accel./N':>9}")
     print(header)
     print("-" * len(header))
@@ -89,7 +89,7 @@ def main() -> int:
                       "accelerate/N": accelerate / run.case.world / measured}
             for key, ratio in ratios.items():
                 worst[key] = max(worst[key], abs(ratio - 1))
-            print(f"{name:<26} {rank:>4} {measured:>11,} {predicted - measured:>22,} {ratios['mmfreeze']:>9.4f} "
+            print(f"{name:<30} {rank:>4} {measured:>11,} {predicted - measured:>22,} {ratios['mmfreeze']:>9.4f} "
                   f"{ratios['accelerate']:>11.3f} {ratios['accelerate/N']:>9.3f}")
     print("largest relative error: " + ", ".join(f"{key} {value:.1%}" for key, value in worst.items()))
     return 0
