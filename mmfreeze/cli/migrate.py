@@ -25,11 +25,12 @@ from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
 from mmfreeze.models.framework import choose_builder
-from mmfreeze.models.loader import ModelRequest, load_structure
+from mmfreeze.models.loader import ModelRequest, find_config, load_structure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.boundary.releases import framework_rules
+from mmfreeze.settings import Settings
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
@@ -57,7 +58,9 @@ def migrate(
         options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
                                  allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
                                  builder=choose_builder(settings.builder, settings.builder_fallback),
-                                 world_size=settings.world_size)
+                                 world_size=settings.world_size,
+                                 config_of=lambda request: find_config(_with_configs(request, settings),
+                                                                       allow_network=allow_network).config)
         finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(roundtrip=True))
         found = find_migratable(paths)
         files = _recipes_and_sources(found, finder)
@@ -68,9 +71,7 @@ def migrate(
     cache = structure_cache(cache_dir, no_cache)
 
     def structure_of(request: ModelRequest) -> ModelStructure:
-        # the repository's model-config folder, and where its local model directories may be
-        with_configs = replace(request, configs_dir=settings.configs, local_models=settings.local_models)
-        return load_structure(with_configs, cache, allow_network=allow_network).structure
+        return load_structure(_with_configs(request, settings), cache, allow_network=allow_network).structure
 
     results = plan_files(files, options, structure_of, documents=finder.documents)
     if show_diff:
@@ -121,3 +122,8 @@ def _print_report(results: list[FileResult], report_format: str, mode: str, *, w
     out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}{escape(skipped)}")
     if summary := integration_summary(results):
         out.print(escape(summary))
+
+
+def _with_configs(request: ModelRequest, settings: Settings) -> ModelRequest:
+    """``request`` reading the repository's model-config folder, and local model directories where it allows them."""
+    return replace(request, configs_dir=settings.configs, local_models=settings.local_models)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.counts import readable_bytes, readable_count
 from mmfreeze.exceptions import MmfreezeError
@@ -87,14 +87,17 @@ class ChangeCost:
 def change_cost(
     recipe: Recipe, after: FrozenSetResult, before_frozen: frozenset[str],
     groups: Mapping[tuple[str, str], frozenset[str]], *, world_size: int | None,
+    config: Mapping[str, Any] | None = None,
 ) -> ChangeCost:
     """The cost of going from ``before_frozen`` to ``after`` (both on ``after.structure``), and of
-    each group's move alone (``groups``: (kind, label) -> the names that moved). A world size
-    mmfreeze cannot know, or an input it cannot size, is said, never guessed."""
+    each group's move alone (``groups``: (kind, label) -> the names that moved). ``config``: the
+    model's config.json content, which says whether the framework trains another class than the
+    one built here (then there is no figure). A world size mmfreeze cannot know, or an input it
+    cannot size, is said, never guessed."""
     if world_size is None:
         return ChangeCost(unsized=NO_WORLD_SIZE)
     try:
-        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen)
+        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, config=config)
         whole = _delta(base, recipe_memory(recipe, after, world_size=world_size), after, before_frozen, after.frozen)
         parts = []
         for (kind, label), names in groups.items():

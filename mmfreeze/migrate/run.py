@@ -12,9 +12,9 @@ from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
-from mmfreeze.migrate.yaml_file import PlanModels, StructureOf, migrate_yaml
+from mmfreeze.migrate.yaml_file import ConfigOf, PlanModels, StructureOf, migrate_yaml
 from mmfreeze.models.framework import BuilderChoice, choose_builder
-from mmfreeze.models.loader import ModelRequest
+from mmfreeze.models.loader import ModelRequest, find_config
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
 from mmfreeze.recipes.documents import YamlDocuments
@@ -35,6 +35,9 @@ class MigrateOptions:
     """The repository's builder: rewrites are proven, and sections compiled, on the model it builds."""
     world_size: int | None = None
     """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at (else the recipe's sizes)."""
+    config_of: ConfigOf = field(default=lambda request: find_config(request).config)
+    """A requested model's config.json content (the repository's config folder included, when the
+    caller knows it): it says whether the framework trains its own class, which a cost must know."""
 
 
 def find_migratable(paths: Iterable[Path]) -> list[Path]:
@@ -53,7 +56,8 @@ def plan_files(
     structure_of = _once_per_request(structure_of)
     bound = BoundModels(structure_of, options.allowed_targets, options.framework, options.builder)
     models = PlanModels(structure_of=structure_of, allowed_targets=options.allowed_targets,
-                        framework=options.framework, builder=options.builder, world_size=options.world_size)
+                        framework=options.framework, builder=options.builder, world_size=options.world_size,
+                        config_of=options.config_of)
     return [_plan_file(path, options, documents, models, bound) for path in files if progress(path) is None]
 
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from mmfreeze.memory.change import ChangeCost
 
 StructureOf = Callable[[ModelRequest], ModelStructure]
+ConfigOf = Callable[[ModelRequest], Mapping[str, Any]]
 NOT_PROVEN_ON_THE_TRAINED_CLASS = (
     "not proven on the class that trains: the framework's own class could not be built on meta here, and the "
     "transformers class stood in (builder_fallback); prove it where the framework builds its class")
@@ -99,14 +100,16 @@ def _cost(
     recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework, documents=documents)
     layout = read_layout(written, source=source)
     migrated = replace(recipe, document=layout.document, compiled=layout.compiled)
-    after = recipe_frozen_set(migrated, models.structure_of(model_request(migrated, models.builder)))
+    request = model_request(migrated, models.builder)
+    after = recipe_frozen_set(migrated, models.structure_of(request))
+    config = models.config_of(request) if models.config_of is not None else None
     names = frozenset(info.name for info in after.structure.parameters)
     groups = {(kind, group.label): frozenset(group.names) & names
               for kind, moved in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable))
               for group in moved}
     world = choose_world_size(migrated, option=None, setting=models.world_size)
     return change_cost(migrated, after, after.frozen ^ frozenset().union(*groups.values()), groups,
-                       world_size=None if world is None else world.ranks)
+                       world_size=None if world is None else world.ranks, config=config)
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ class PlanModels:
     """The builder the repository trains with: proofs and compiled paths are made on its model."""
     world_size: int | None = None
     """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at."""
+    config_of: ConfigOf | None = None
+    """A requested model's config.json content (:attr:`mmfreeze.migrate.run.MigrateOptions.config_of`)."""
 
 
 def _plan(

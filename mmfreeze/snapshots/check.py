@@ -261,6 +261,7 @@ def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnaps
     sized by `mmfreeze explain --world-size`, not here."""
     from mmfreeze.explain.memory import choose_world_size
     from mmfreeze.memory.change import change_cost
+    from mmfreeze.models.loader import find_config
 
     names = frozenset(info.name for info in result.structure.parameters)
     groups = {(kind, group.label): frozenset(group.names) & names
@@ -268,8 +269,9 @@ def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnaps
               for group in moved}
     moved = frozenset().union(*groups.values())
     world = choose_world_size(computed.recipe, option=None, setting=run.world_size)
+    config = find_config(run.loading.request(computed.recipe), allow_network=run.loading.allow_network).config
     return change_cost(computed.recipe, result, result.frozen ^ moved, groups,
-                       world_size=None if world is None else world.ranks)
+                       world_size=None if world is None else world.ranks, config=config)
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:
