@@ -22,7 +22,7 @@ from mmfreeze.cli.options import (
 )
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.explain.builder import explain_builder
-from mmfreeze.explain.memory import choose_world_size
+from mmfreeze.memory.recipe import choose_world_size
 from mmfreeze.explain.recipe import explain_recipe
 from mmfreeze.models.loader import load_structure
 from mmfreeze.reachability.recipe import probed_request

@@ -7,10 +7,9 @@ recipe's distributed sizes): the corpus check never computes it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from mmfreeze.memory.recipe import recipe_memory, recipe_world_size
+from mmfreeze.memory.recipe import WorldSize, recipe_memory
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -19,24 +18,6 @@ if TYPE_CHECKING:
 
 SCOPE = ("parameters, gradients and optimizer states per rank, as the storages FSDP2 and the optimizer "
          "allocate; activations, buffers and allocator overhead are out of scope")
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorldSize:
-    """The world size memory is sized for, and where it came from."""
-
-    ranks: int
-    source: Literal["--world-size", "[tool.mmfreeze] world_size", "the recipe's distributed sizes"]
-
-
-def choose_world_size(recipe: Recipe, *, option: int | None, setting: int | None) -> WorldSize | None:
-    """``--world-size``, else the setting, else the recipe's sizes; ``None`` when none states it."""
-    if option is not None:
-        return WorldSize(ranks=option, source="--world-size")
-    if setting is not None:
-        return WorldSize(ranks=setting, source="[tool.mmfreeze] world_size")
-    stated = recipe_world_size(recipe.framework_document)
-    return WorldSize(ranks=stated, source="the recipe's distributed sizes") if stated is not None else None
 
 
 def explain_memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize, *, config: Mapping[str, Any]) -> dict[str, Any]:

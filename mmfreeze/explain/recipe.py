@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
-from mmfreeze.explain.memory import WorldSize, explain_memory
+from mmfreeze.explain.memory import explain_memory
+from mmfreeze.memory.recipe import WorldSize
 from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.recipe_model import recipe_frozen_set

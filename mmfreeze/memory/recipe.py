@@ -8,7 +8,8 @@ re-derives neither. Every layout it does not model is refused, naming the key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.memory.dtypes import parse_dtype
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
@@ -203,3 +204,21 @@ def frozen_sharding(distributed: Mapping[str, Any], source: str) -> FrozenShardi
 
 def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorldSize:
+    """The world size memory is sized for, and where it came from."""
+
+    ranks: int
+    source: Literal["--world-size", "[tool.mmfreeze] world_size", "the recipe's distributed sizes"]
+
+
+def choose_world_size(recipe: Recipe, *, option: int | None, setting: int | None) -> WorldSize | None:
+    """``--world-size``, else the setting, else the recipe's sizes; ``None`` when none states it."""
+    if option is not None:
+        return WorldSize(ranks=option, source="--world-size")
+    if setting is not None:
+        return WorldSize(ranks=setting, source="[tool.mmfreeze] world_size")
+    stated = recipe_world_size(recipe.framework_document)
+    return WorldSize(ranks=stated, source="the recipe's distributed sizes") if stated is not None else None

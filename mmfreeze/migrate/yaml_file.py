@@ -94,7 +94,7 @@ def _cost(
 ) -> ChangeCost:
     """What the rewrite's change of the trainable set costs per rank: the migrated recipe on the
     model its builder builds, against the same set with every moved group moved back."""
-    from mmfreeze.explain.memory import choose_world_size
+    from mmfreeze.memory.recipe import choose_world_size
     from mmfreeze.memory.change import change_cost
 
     recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework, documents=documents)

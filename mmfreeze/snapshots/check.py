@@ -259,7 +259,7 @@ def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnaps
     """What moving tensors between frozen and trainable costs per rank (computed for a changed recipe
     only: the check pays nothing else). Adapters added or removed change the model itself, and are
     sized by `mmfreeze explain --world-size`, not here."""
-    from mmfreeze.explain.memory import choose_world_size
+    from mmfreeze.memory.recipe import choose_world_size
     from mmfreeze.memory.change import change_cost
     from mmfreeze.models.loader import find_config
 
