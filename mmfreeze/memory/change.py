@@ -10,18 +10,19 @@ says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.counts import readable_bytes, readable_count
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.memory.recipe import recipe_memory
+from mmfreeze.memory.recipe import choose_world_size, recipe_memory
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
     from mmfreeze.memory.model import MemoryEstimate, RankMemory
     from mmfreeze.recipes.recipe import Recipe
+    from mmfreeze.resolver.labels import ModuleGroup
 
 NOT_COUNTED = "activations not counted"
 NO_WORLD_SIZE = "no world size: set world_size under [tool.mmfreeze], or the recipe's distributed.dp_size"
@@ -107,6 +108,21 @@ def change_cost(
     except MmfreezeError as error:
         return ChangeCost(unsized=error.message if error.key is None else f"{error.key}: {error.message}")
     return ChangeCost(total=whole, groups=tuple(parts))
+
+
+def moved_cost(
+    recipe: Recipe, after: FrozenSetResult, newly_frozen: Sequence[ModuleGroup], newly_trainable: Sequence[ModuleGroup],
+    *, world_setting: int | None, config: Mapping[str, Any] | None,
+) -> ChangeCost:
+    """What a diff's moved groups cost, at ``world_setting`` (``[tool.mmfreeze] world_size``) or
+    the recipe's sizes: the set before them is ``after`` with every moved group moved back."""
+    names = frozenset(info.name for info in after.structure.parameters)
+    groups = {(kind, group.label): frozenset(group.names) & names
+              for kind, moved in (("newly frozen", newly_frozen), ("newly trainable", newly_trainable))
+              for group in moved}
+    world = choose_world_size(recipe, option=None, setting=world_setting)
+    return change_cost(recipe, after, after.frozen ^ frozenset().union(*groups.values()), groups,
+                       world_size=None if world is None else world.ranks, config=config)
 
 
 def _delta(

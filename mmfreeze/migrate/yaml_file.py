@@ -94,8 +94,7 @@ def _cost(
 ) -> ChangeCost:
     """What the rewrite's change of the trainable set costs per rank: the migrated recipe on the
     model its builder builds, against the same set with every moved group moved back."""
-    from mmfreeze.memory.recipe import choose_world_size
-    from mmfreeze.memory.change import change_cost
+    from mmfreeze.memory.change import moved_cost
 
     recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework, documents=documents)
     layout = read_layout(written, source=source)
@@ -103,13 +102,8 @@ def _cost(
     request = model_request(migrated, models.builder)
     after = recipe_frozen_set(migrated, models.structure_of(request))
     config = models.config_of(request) if models.config_of is not None else None
-    names = frozenset(info.name for info in after.structure.parameters)
-    groups = {(kind, group.label): frozenset(group.names) & names
-              for kind, moved in (("newly frozen", result.newly_frozen), ("newly trainable", result.newly_trainable))
-              for group in moved}
-    world = choose_world_size(migrated, option=None, setting=models.world_size)
-    return change_cost(migrated, after, after.frozen ^ frozenset().union(*groups.values()), groups,
-                       world_size=None if world is None else world.ranks, config=config)
+    return moved_cost(migrated, after, result.newly_frozen, result.newly_trainable, world_setting=models.world_size,
+                      config=config)
 
 
 @dataclass(frozen=True)

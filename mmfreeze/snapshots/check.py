@@ -259,19 +259,12 @@ def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnaps
     """What moving tensors between frozen and trainable costs per rank (computed for a changed recipe
     only: the check pays nothing else). Adapters added or removed change the model itself, and are
     sized by `mmfreeze explain --world-size`, not here."""
-    from mmfreeze.memory.recipe import choose_world_size
-    from mmfreeze.memory.change import change_cost
+    from mmfreeze.memory.change import moved_cost
     from mmfreeze.models.loader import find_config
 
-    names = frozenset(info.name for info in result.structure.parameters)
-    groups = {(kind, group.label): frozenset(group.names) & names
-              for kind, moved in (("newly frozen", change.newly_frozen), ("newly trainable", change.newly_trainable))
-              for group in moved}
-    moved = frozenset().union(*groups.values())
-    world = choose_world_size(computed.recipe, option=None, setting=run.world_size)
     config = find_config(run.loading.request(computed.recipe), allow_network=run.loading.allow_network).config
-    return change_cost(computed.recipe, result, result.frozen ^ moved, groups,
-                       world_size=None if world is None else world.ranks, config=config)
+    return moved_cost(computed.recipe, result, change.newly_frozen, change.newly_trainable,
+                      world_setting=run.world_size, config=config)
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:
