@@ -101,9 +101,9 @@ def test_every_rewritten_python_call_is_proven_on_its_bound_models(extended_run,
             for legacy, section in zip(old.sections, new.sections, strict=True):
                 # the replaced call is apply_parameter_freezing alone (no invariant freezes);
                 # apply_freeze_config ends with them
-                expected = compute_frozen_set(target.structure, {"freeze_config": legacy}, source=path.name,
+                expected = compute_frozen_set(target.targets.structure, {"freeze_config": legacy}, source=path.name,
                                               override_specs=overrides, invariants=False)
-                found = compute_frozen_set(target.structure, {"freeze_config": section}, source=path.name,
+                found = compute_frozen_set(target.targets.structure, {"freeze_config": section}, source=path.name,
                                            override_specs=overrides)
                 assert found.frozen == expected.frozen, (path.name, old.line, target.name)
 
