@@ -260,11 +260,9 @@ def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnaps
     only: the check pays nothing else). Adapters added or removed change the model itself, and are
     sized by `mmfreeze explain --world-size`, not here."""
     from mmfreeze.memory.change import moved_cost
-    from mmfreeze.models.loader import find_config
 
-    config = find_config(run.loading.request(computed.recipe), allow_network=run.loading.allow_network).config
     return moved_cost(computed.recipe, result, change.newly_frozen, change.newly_trainable,
-                      world_setting=run.world_size, config=config)
+                      world_setting=run.world_size, config=computed.config)
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:

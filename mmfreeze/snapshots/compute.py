@@ -90,6 +90,8 @@ class ComputedSnapshot:
     snapshot: Snapshot
     recipe: Recipe
     options: LoadingOptions
+    config: Mapping[str, Any]
+    """The model's config.json content, as found for the header (a change's cost reads it too)."""
 
     def frozen_set(self) -> FrozenSetResult:
         """The set with the structure it was computed on (shapes and groups for a change report,
@@ -145,7 +147,7 @@ def compute_snapshot(path: Path, key: str, options: LoadingOptions) -> ComputedS
     # A local directory is stored by where the settings allow it, never by its absolute path.
     snapshot = record.snapshot(recipe=key, model_id=source.local_label or recipe.model.model_id, config=config,
                                **builder_header(record, request, source.config, target=recipe.model.target))
-    return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options)
+    return ComputedSnapshot(snapshot=snapshot, recipe=recipe, options=options, config=source.config)
 
 
 def builder_header(

@@ -36,6 +36,9 @@ and MF005 wrote, and moves the blocks as they left them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
@@ -66,7 +69,7 @@ def plan(context: YamlContext, edits: LineEdits) -> None:
     pad, eol = " " * detect_indent(lines), line_ending(lines)
     settings = document.get(SECTION)
     has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
-    peft = document.get("peft") is not None
+    peft = _has_peft(document)
     moved: list[str] = []
     if compiled.param_group_overrides is not None:
         line, column = document["optimizer"].lc.key(SOURCE_RATES)
@@ -130,8 +133,8 @@ def _set_compiled_for(context: YamlContext, edits: LineEdits, compiled_for: str,
 
 def _set_peft_note(context: YamlContext, edits: LineEdits, peft: bool, pad: str, eol: str) -> None:
     """The source's PEFT note above `mmfreeze.freeze_config`: added under `peft:`, removed without it."""
-    line, _ = context.document[SECTION].lc.key(SOURCE_FREEZE)
-    noted = line > 0 and edits.original[line - 1].strip() == PEFT_SOURCE_NOTE
+    line = _source_line(context.document)
+    noted = _peft_noted(edits.original, line)
     if peft and not noted:
         edits.insert(line, [f"{pad}{PEFT_SOURCE_NOTE}{eol}"])
     elif noted and not peft:
@@ -143,10 +146,22 @@ def notes_current(file: YamlFile, held: CompiledSections) -> bool:
     `peft:`, and the empty note on an empty compiled section. A file whose sections are up to date
     but whose notes are not is written again, its sections as they are."""
     lines, document = split_lines(file.text), file.tree
-    peft = document.get("peft") is not None
-    line, _ = document[SECTION].lc.key(SOURCE_FREEZE)
-    if (line > 0 and lines[line - 1].strip() == PEFT_SOURCE_NOTE) != peft:
+    peft = _has_peft(document)
+    if _peft_noted(lines, _source_line(document)) != peft:
         return False
     compiled_line, _ = key_position(document, "freeze_config")
     noted = compiled_line + 1 < len(lines) and lines[compiled_line + 1].strip() == EMPTY_NOTES[peft]
     return noted == (not any(held.freeze_config.values()))
+
+
+def _has_peft(document: Any) -> bool:
+    return document.get("peft") is not None
+
+
+def _source_line(document: Any) -> int:
+    """The line of `mmfreeze.freeze_config` (0-based), which the PEFT note stands above."""
+    return document[SECTION].lc.key(SOURCE_FREEZE)[0]
+
+
+def _peft_noted(lines: Sequence[str], line: int) -> bool:
+    return line > 0 and lines[line - 1].strip() == PEFT_SOURCE_NOTE
