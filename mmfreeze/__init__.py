@@ -10,7 +10,8 @@ no cycle (``tests/test_layers.py`` checks both):
    structures, and turns recipe overrides into its specs.
 4. ``freeze``: computes and applies frozen sets from sections its callers parsed, and holds the
    recipe-to-model glue (``freeze.recipe_model``).
-5. ``snapshots``, ``migrate``, ``distributed``, ``explain``, ``guard``, ``reachability``, ``memory``: the features.
+5. ``snapshots``, ``migrate``, ``distributed``, ``explain``, ``guard``, ``reachability``, ``memory``: the features,
+   and ``workspace``, the run context one command assembles once and its features share.
 6. ``cli``, ``nemo`` (the integration with NeMo AutoModel), and this package's own exports.
 
 Foundations sit below every layer: any layer may import them, and they import no layer. They are

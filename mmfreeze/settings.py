@@ -61,6 +61,9 @@ class LocalModels:
     folders: Mapping[str, Path] = field(default_factory=dict)
     """Setting name -> an absolute folder outside the repository that may be read."""
 
+    def __hash__(self) -> int:  # a model request carries it, and a run builds each request once
+        return hash((self.root, tuple(sorted(self.folders.items()))))
+
     def label(self, directory: Path, *, model_id: str, recipe_dir: Path | None, source: str | None) -> str:
         """How a snapshot names the model in ``directory``: ``./<path>`` from the repository root,
         or ``<name>:<path>`` inside the folder a setting names; anything else is refused. A recipe

@@ -25,7 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"models"}),
     frozenset({"resolver"}),
     frozenset({"freeze"}),
-    frozenset({"snapshots", "migrate", "distributed", "explain", "guard", "reachability", "memory"}),
+    frozenset({"snapshots", "migrate", "distributed", "explain", "guard", "reachability", "memory", "workspace"}),
     frozenset({"cli", "nemo", "__main__", FACADE}),
 )
 """Lowest first. An import may stay in its layer (siblings, as long as there is no cycle) or go down."""

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from mmfreeze.cli.console import err, out, report_error
 from mmfreeze.cli.exit_codes import ExitCode
-from mmfreeze.cli.options import configs_option, recipe_finder, repository_settings
+from mmfreeze.cli.options import configs_option, repository_settings
 from mmfreeze.cli.recipes import print_skipped, require_recipes_in_each
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.freeze.recipe_model import recipe_model_reader
@@ -24,6 +24,8 @@ from mmfreeze.models.hub import (
     hub_unreachable,
 )
 from mmfreeze.models.pull import Pulled, plan_pull, pull_configs
+from mmfreeze.recipes.discovery import RecipeFinder
+from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import display_path
 
 PULL_EPILOG = (
@@ -55,7 +57,7 @@ def pull(paths: tuple[Path, ...], configs: Path | None) -> None:
             f"no configs folder: set `configs = \"model_configs\"` under [tool.mmfreeze] in "
             f"{settings.pyproject or settings.root / 'pyproject.toml'}, or pass --configs DIR"
         )
-    finder = recipe_finder(settings)
+    finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(settings.root))
     try:
         discovery = finder.discover(paths)
     except MmfreezeError as error:

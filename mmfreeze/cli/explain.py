@@ -12,22 +12,11 @@ from rich.table import Table
 
 from mmfreeze.cli.console import out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
-from mmfreeze.cli.options import (
-    allowed_targets,
-    builder_options,
-    model_loading_options,
-    repository_settings,
-    run_builder,
-    structure_cache,
-)
+from mmfreeze.cli.options import builder_options, command_workspace, model_loading_options, repository_settings
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.explain.builder import explain_builder
 from mmfreeze.memory.recipe import choose_world_size
 from mmfreeze.explain.recipe import explain_recipe
-from mmfreeze.models.loader import load_structure
-from mmfreeze.reachability.recipe import probed_request
-from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.boundary.releases import framework_rules
 
 
 @click.command(epilog=exit_code_help(ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT_ERROR, ExitCode.REJECTED))
@@ -56,21 +45,18 @@ def explain(
     """Build RECIPE's model on the meta device and explain it: model, multimodal modules, freezing."""
     settings = repository_settings([recipe], configs=configs, allow_targets=allow_targets, builder=builder,
                                    builder_fallback=builder_fallback)
-    choice = run_builder(settings)
-    cache = structure_cache(cache_dir, no_cache)
+    workspace = command_workspace(settings, cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network)
     try:
-        parsed = load_recipe(
-            recipe, allowed_targets=allowed_targets(settings), root=settings.root, configs_dir=settings.configs,
-            local_models=settings.local_models, framework=framework_rules(settings.framework),
-        )
-        loaded = load_structure(probed_request(parsed, choice), cache, allow_network=allow_network)
+        parsed = workspace.recipe(recipe)
+        loaded = workspace.loaded(workspace.request(parsed))
         world = choose_world_size(parsed, option=world_size, setting=settings.world_size)
-        explanation = explain_recipe(parsed, loaded, rank_uniform=rank_uniform, world=world)
-        explanation["builder"] = explain_builder(choice, loaded, target=parsed.model.target)
+        explanation = explain_recipe(parsed, loaded, workspace.frozen_set(parsed), rank_uniform=rank_uniform,
+                                     world=world)
+        explanation["builder"] = explain_builder(workspace.builder, loaded, target=parsed.model.target)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.INPUT_ERROR) from None
-    warn_on_cache_write(cache)
+    warn_on_cache_write(workspace.structures)
     if output_format == "json":
         click.echo(json.dumps(explanation, indent=2))
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -10,7 +9,7 @@ from rich.markup import escape
 
 from mmfreeze.cli.console import err, out, report_error, warn_on_cache_write
 from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
-from mmfreeze.cli.options import allowed_targets, model_loading_options, repository_settings, structure_cache
+from mmfreeze.cli.options import command_workspace, model_loading_options, repository_settings
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.report import (
     REPORT_FORMATS,
@@ -24,13 +23,7 @@ from mmfreeze.migrate.report import (
 from mmfreeze.migrate.rules import RULES, resolve_disabled
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, is_failure, plan_files, write_changed
 from mmfreeze.migrate.section import MODES
-from mmfreeze.models.framework import choose_builder
-from mmfreeze.models.loader import ModelRequest, find_config, load_structure
-from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, RecipeFinder
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.boundary.releases import framework_rules
-from mmfreeze.settings import Settings
 
 RULES_HELP = "Rules: " + "; ".join(f"{rule.id} {rule.name}" for rule in RULES) + ". "
 
@@ -54,31 +47,23 @@ def migrate(
 ) -> None:
     """Rewrite freeze_config in YAML recipes and Python call sites under PATHS to the new vocabulary."""
     settings = repository_settings(paths, configs=configs, allow_targets=allow_targets)
+    workspace = command_workspace(settings, cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network,
+                                  roundtrip=True)
+    finder = workspace.finder
     try:
-        options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled),
-                                 allowed_targets=allowed_targets(settings), framework=framework_rules(settings.framework),
-                                 builder=choose_builder(settings.builder, settings.builder_fallback),
-                                 world_size=settings.world_size,
-                                 config_of=lambda request: find_config(_with_configs(request, settings),
-                                                                       allow_network=allow_network).config)
-        finder = RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(roundtrip=True))
+        options = MigrateOptions(mode=mode, disabled=resolve_disabled(disabled))
         found = find_migratable(paths)
         files = _recipes_and_sources(found, finder)
         excluded = sum(finder.is_excluded(path) for path in found)
     except MmfreezeError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE if "--disable" == error.key else ExitCode.INPUT_ERROR) from None
-    cache = structure_cache(cache_dir, no_cache)
-
-    def structure_of(request: ModelRequest) -> ModelStructure:
-        return load_structure(_with_configs(request, settings), cache, allow_network=allow_network).structure
-
-    results = plan_files(files, options, structure_of, documents=finder.documents)
+    results = plan_files(files, options, workspace)
     if show_diff:
         for result in results:
             click.echo(result.diff(), nl=False)
     write_errors = [] if (check or show_diff) else write_changed(files, results, root=settings.root)
-    warn_on_cache_write(cache)
+    warn_on_cache_write(workspace.structures)
     _print_report(results, report_format, mode, written=not (check or show_diff), excluded=excluded)
     if report_file is not None:
         report_file.write_text(render_markdown(results, mode=mode, limit=None), encoding="utf-8")
@@ -122,8 +107,3 @@ def _print_report(results: list[FileResult], report_format: str, mode: str, *, w
     out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}{escape(skipped)}")
     if summary := integration_summary(results):
         out.print(escape(summary))
-
-
-def _with_configs(request: ModelRequest, settings: Settings) -> ModelRequest:
-    """``request`` reading the repository's model-config folder, and local model directories where it allows them."""
-    return replace(request, configs_dir=settings.configs, local_models=settings.local_models)

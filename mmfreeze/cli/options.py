@@ -12,12 +12,9 @@ from mmfreeze.cli.console import report_error
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import RecipeError, SettingsError
-from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.framework import BuilderChoice, choose_builder
-from mmfreeze.recipes.discovery import RecipeFinder
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.recipes.targets import DEFAULT_TARGETS, parse_target_assignment
+from mmfreeze.recipes.targets import parse_target_assignment
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, find_settings
+from mmfreeze.workspace import Workspace
 
 
 def model_loading_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -51,10 +48,15 @@ def builder_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def run_builder(settings: Settings) -> BuilderChoice:
-    """The run's builder from the settings; asking for a framework that is not installed is a usage error."""
+def command_workspace(
+    settings: Settings, *, cache_dir: Path | None = None, no_cache: bool = False, allow_network: bool = False,
+    roundtrip: bool = False,
+) -> Workspace:
+    """The command's run context (:class:`~mmfreeze.workspace.Workspace`), assembled once; asking for a
+    framework builder that is not installed is a usage error."""
     try:
-        return choose_builder(settings.builder, settings.builder_fallback)
+        return Workspace.of(settings, cache_dir=cache_directory(cache_dir, no_cache), allow_network=allow_network,
+                            roundtrip=roundtrip)
     except SettingsError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE) from None
@@ -82,17 +84,3 @@ def repository_settings(
     except (SettingsError, RecipeError) as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE) from None
-
-
-def allowed_targets(settings: Settings) -> dict[str, str]:
-    """The built-in allowlist plus the repository's and the command line's entries."""
-    return {**DEFAULT_TARGETS, **settings.allow_targets}
-
-
-def recipe_finder(settings: Settings) -> RecipeFinder:
-    """The recipe rule of one run, with the repository's exclusions; YAML is parsed once per run."""
-    return RecipeFinder(root=settings.root, exclude=settings.exclude, documents=YamlDocuments(settings.root))
-
-
-def structure_cache(cache_dir: Path | None, no_cache: bool) -> StructureCache:
-    return StructureCache(cache_directory(cache_dir, no_cache))

@@ -18,16 +18,8 @@ from rich.progress import Progress
 
 from mmfreeze.cli.console import err, out, report_error, warn
 from mmfreeze.cli.exit_codes import ExitCode, exit_code_help
-from mmfreeze.cli.options import (
-    builder_options,
-    model_loading_options,
-    recipe_finder,
-    repository_settings,
-    run_builder,
-    workers_option,
-)
+from mmfreeze.cli.options import builder_options, command_workspace, model_loading_options, repository_settings, workers_option
 from mmfreeze.cli.recipes import print_skipped, report_missing_configs, require_recipes_in_each
-from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.models.batch import BuildTick, start_workers
 from mmfreeze.snapshots.check import Mode, SnapshotRun, run_check
@@ -112,22 +104,19 @@ def snapshot(
     mode = pick_mode(update, check, accept_release)
     settings = repository_settings(paths, configs=configs, snapshots=snapshot_dir, allow_targets=allow_targets,
                                    builder=builder, builder_fallback=builder_fallback)
-    choice = run_builder(settings)
+    workspace = command_workspace(settings, cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network)
     if not quiet:
-        err.print(choice.note(), markup=False, highlight=False)
-    finder = recipe_finder(settings)
+        err.print(workspace.builder.note(), markup=False, highlight=False)
+    finder = workspace.finder
     try:
         discovery = finder.discover(paths)
         recipes = discovery.recipes
         require_recipes_in_each(paths, discovery)
         for path in paths:
             recipe_key(path, settings.root)
-        run = SnapshotRun.from_settings(
-            settings, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
-            documents=finder.documents, cache_dir=cache_directory(cache_dir, no_cache),
-            allow_network=allow_network, workers=workers,
-        )
-        if recipes and run.loading.frozen_sets.is_empty():
+        run = SnapshotRun.of(workspace, recipe_roots=tuple(path.absolute() for path in paths), only_recipes=True,
+                             workers=workers)
+        if recipes and run.frozen_sets.is_empty():
             start_workers(workers)  # a first run builds every model: import torch while the recipes are read
         with _sigint_noted() as sigint:
             result = _run(recipes, mode, run, show=not quiet and (progress or not in_ci()))

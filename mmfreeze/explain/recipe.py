@@ -11,7 +11,6 @@ from mmfreeze.explain.memory import explain_memory
 from mmfreeze.memory.recipe import WorldSize
 from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
-from mmfreeze.freeze.recipe_model import recipe_frozen_set
 from mmfreeze.freeze.summary import summarize_frozen
 from mmfreeze.memory.errors import MemoryModelError
 from mmfreeze.boundary.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
@@ -27,16 +26,17 @@ if TYPE_CHECKING:
 
 
 def explain_recipe(
-    recipe: Recipe, loaded: LoadedStructure, *, rank_uniform: Collection[str] = (), world: WorldSize | None = None,
+    recipe: Recipe, loaded: LoadedStructure, frozen: FrozenSetResult, *, rank_uniform: Collection[str] = (),
+    world: WorldSize | None = None,
 ) -> dict[str, Any]:
     """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan,
     and per-rank memory at ``world`` ranks (``None``: no world size known, none computed).
 
-    ``loaded``: the recipe's model structure, probed (``ModelRequest.probe``); ``rank_uniform``: modalities the data side
+    ``loaded``: the recipe's model structure, probed (``ModelRequest.probe``); ``frozen``: what the recipe
+    trains on it (:meth:`mmfreeze.workspace.Workspace.frozen_set`); ``rank_uniform``: modalities the data side
     guarantees every rank executes in every step.
     """
     overrides = override_specs(recipe.module_overrides)
-    frozen = recipe_frozen_set(recipe, loaded.structure)
     inventory = resolve_structure(frozen.structure, override_specs=overrides)  # LoRA already injected there
     return {
         **explain_model(recipe, loaded),

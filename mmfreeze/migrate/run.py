@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError
@@ -12,32 +12,21 @@ from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
-from mmfreeze.migrate.yaml_file import ConfigOf, PlanModels, StructureOf, migrate_yaml
-from mmfreeze.models.framework import BuilderChoice, choose_builder
-from mmfreeze.models.loader import ModelRequest, find_config
-from mmfreeze.models.structure import ModelStructure
+from mmfreeze.migrate.yaml_file import migrate_yaml
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
-from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import display_path
-from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
+from mmfreeze.workspace import Workspace
 
 PYTHON_SUFFIXES = (".py",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class MigrateOptions:
+    """What the command asks of the rewrite; what it runs on is the command's
+    :class:`~mmfreeze.workspace.Workspace` (its release, builder, config folder and world size)."""
+
     mode: Mode = "preserve"
     disabled: frozenset[str] = frozenset()
-    allowed_targets: Mapping[str, str]
-    framework: FrameworkRules = CURRENT_RULES
-    """The release the repository trains on, whose rules read its framework-vocabulary sections."""
-    builder: BuilderChoice = field(default_factory=lambda: choose_builder("transformers"))
-    """The repository's builder: rewrites are proven, and sections compiled, on the model it builds."""
-    world_size: int | None = None
-    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at (else the recipe's sizes)."""
-    config_of: ConfigOf = field(default=lambda request: find_config(request).config)
-    """A requested model's config.json content (the repository's config folder included, when the
-    caller knows it): it says whether the framework trains its own class, which a cost must know."""
 
 
 def find_migratable(paths: Iterable[Path]) -> list[Path]:
@@ -46,43 +35,17 @@ def find_migratable(paths: Iterable[Path]) -> list[Path]:
 
 
 def plan_files(
-    files: Iterable[Path], options: MigrateOptions, structure_of: StructureOf,
-    progress: Callable[[Path], None] = lambda _: None, *, documents: YamlDocuments | None = None,
+    files: Iterable[Path], options: MigrateOptions, workspace: Workspace,
+    progress: Callable[[Path], None] = lambda _: None,
 ) -> list[FileResult]:
-    """Every file's migrated text and report; nothing is written. ``documents``: the run's parsed
-    YAML, round-trip (the one that decided which files are recipes); each file is parsed once.
-    Models bound by Python call sites are built once for the whole run."""
-    documents = documents if documents is not None else YamlDocuments(roundtrip=True)
-    structure_of = _once_per_request(structure_of)
-    bound = BoundModels(structure_of, options.allowed_targets, options.framework, options.builder)
-    models = PlanModels(structure_of=structure_of, allowed_targets=options.allowed_targets,
-                        framework=options.framework, builder=options.builder, world_size=options.world_size,
-                        config_of=options.config_of)
-    return [_plan_file(path, options, documents, models, bound) for path in files if progress(path) is None]
+    """Every file's migrated text and report; nothing is written. ``workspace.documents`` is the run's
+    round-trip YAML (the one that decided which files are recipes): each file is parsed once. Each
+    model is built once for the whole run, in the workspace."""
+    bound = BoundModels(workspace)
+    return [_plan_file(path, options, workspace, bound) for path in files if progress(path) is None]
 
 
-def _once_per_request(structure_of: StructureOf) -> StructureOf:
-    """``structure_of`` asked once per distinct request in a run: a recipe's rules plan and compile
-    on the same model, and a build that fails fails again."""
-    found: dict[ModelRequest, ModelStructure | MmfreezeError] = {}
-
-    def once(request: ModelRequest) -> ModelStructure:
-        if request not in found:
-            try:
-                found[request] = structure_of(request)
-            except MmfreezeError as error:
-                found[request] = error
-        result = found[request]
-        if isinstance(result, MmfreezeError):
-            raise result
-        return result
-
-    return once
-
-
-def _plan_file(
-    path: Path, options: MigrateOptions, documents: YamlDocuments, models: PlanModels, bound: BoundModels,
-) -> FileResult:
+def _plan_file(path: Path, options: MigrateOptions, workspace: Workspace, bound: BoundModels) -> FileResult:
     display = display_path(path)
     if path.suffix in PYTHON_SUFFIXES:
         try:
@@ -91,11 +54,11 @@ def _plan_file(
             return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
         return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=bound)
     try:
-        file = documents.file(path)
+        file = workspace.documents.file(path)
     except RecipeError as error:
         return FileResult(display=display, old_text="", new_text="", status="skipped", error=str(error))
-    return migrate_yaml(path, file, display=display, mode=options.mode, disabled=options.disabled, models=models,
-                        documents=documents)
+    return migrate_yaml(path, file, display=display, mode=options.mode, disabled=options.disabled,
+                        workspace=workspace)
 
 
 def write_changed(

@@ -8,7 +8,7 @@ either rewritten correctly or reported and left alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from mmfreeze.exceptions import MigrationError, MmfreezeError, NoNewVocabularyEq
 from mmfreeze.freeze.compiler.target import compile_target, release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.recipe_model import (
-    compiled_hold, compiled_sections, model_request, rate_targets, recipe_frozen_set, recipe_trained_model,
+    compiled_hold, compiled_sections, rate_targets, recipe_frozen_set, recipe_trained_model,
 )
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate.compare import group_parameters
@@ -38,24 +38,19 @@ from mmfreeze.migrate.yaml.context import YamlContext
 from mmfreeze.migrate.yaml.native_compile import notes_current
 from mmfreeze.migrate.yaml.registry import apply_yaml_rules
 from mmfreeze.migrate.yaml.text import key_position
-from mmfreeze.models.framework import FALLBACK_PREFIX, BuilderChoice, built_label
-from mmfreeze.models.loader import ModelRequest
-from mmfreeze.models.structure import ModelStructure
+from mmfreeze.models.framework import FALLBACK_PREFIX, built_label
 from mmfreeze.recipes.layout import COMPILED_FOR, SOURCE_FREEZE, CompiledSections, is_compiled_layout, read_layout
 from mmfreeze.recipes.layout import SECTION as SOURCE_SECTION
 from mmfreeze.recipes.optimizer import OVERRIDES
 from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.recipes.recipe import load_recipe, parse_yaml_text
+from mmfreeze.recipes.recipe import parse_yaml_text
 from mmfreeze.recipes.roundtrip import YamlFile
-from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.resolver.overrides import override_specs
+from mmfreeze.workspace import Workspace
 
 if TYPE_CHECKING:
     from mmfreeze.memory.change import ChangeCost
 
-StructureOf = Callable[[ModelRequest], ModelStructure]
-ConfigOf = Callable[[ModelRequest], Mapping[str, Any]]
 NOT_PROVEN_ON_THE_TRAINED_CLASS = (
     "not proven on the class that trains: the framework's own class could not be built on meta here, and the "
     "transformers class stood in (builder_fallback); prove it where the framework builds its class")
@@ -63,18 +58,17 @@ _MOVES = {MF002.id: LEGACY_FROZEN_SHARDING, MF003.id: LEGACY_FRAME_SHARDING}
 
 
 def migrate_yaml(
-    path: Path, file: YamlFile, *, display: str, mode: Mode, disabled: Collection[str], models: PlanModels,
-    documents: YamlDocuments,
+    path: Path, file: YamlFile, *, display: str, mode: Mode, disabled: Collection[str], workspace: Workspace,
 ) -> FileResult:
-    """The migrated text of one YAML file (``file``: its one parse, held by the run's ``documents``)
+    """The migrated text of one YAML file (``file``: its one parse, held by the run's workspace)
     and what it changes; errors become a skipped result. The rewritten text is parsed once, to verify it."""
     text, document = file.text, file.data
     try:
         if not isinstance(document, Mapping):
             return FileResult(display=display, old_text=text, new_text=text, status="unchanged")
         where = _section_line(file.tree, display=display)
-        plan = _plan(path, document, mode, disabled, models, where, documents)
-        plan = _compile(path, document, plan, disabled, models, where, documents)
+        plan = _plan(path, document, mode, disabled, workspace, where)
+        plan = _compile(path, document, plan, disabled, workspace, where)
         context = YamlContext(source=display, document=file.tree, migration=plan.migration, moves=plan.moves,
                               rates=plan.rates, compiled=plan.compiled)
         new_text, rules = apply_yaml_rules(text, context, disabled)
@@ -84,25 +78,25 @@ def migrate_yaml(
     result = _result(display, file, new_text, rules, document, plan)
     if not result.changed:
         return result
-    cost = _cost(path, written, result, models, documents, source=display) if result.status == "changed" else None
+    cost = _cost(path, written, result, workspace, source=display) if result.status == "changed" else None
     return replace(result, nemo_automodel=native_support(written).verdict, cost=cost)
 
 
 def _cost(
-    path: Path, written: Mapping[str, Any], result: FileResult, models: PlanModels, documents: YamlDocuments, *,
+    path: Path, written: Mapping[str, Any], result: FileResult, workspace: Workspace, *,
     source: str,
 ) -> ChangeCost:
     """What the rewrite's change of the trainable set costs per rank: the migrated recipe on the
     model its builder builds, against the same set with every moved group moved back."""
     from mmfreeze.memory.change import moved_cost
 
-    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework, documents=documents)
     layout = read_layout(written, source=source)
-    migrated = replace(recipe, document=layout.document, compiled=layout.compiled)
-    request = model_request(migrated, models.builder)
-    after = recipe_frozen_set(migrated, models.structure_of(request))
-    config = models.config_of(request) if models.config_of is not None else None
-    return moved_cost(migrated, after, result.newly_frozen, result.newly_trainable, world_setting=models.world_size,
+    migrated = replace(workspace.recipe(path), document=layout.document, compiled=layout.compiled)
+    request = workspace.request(migrated, probed=False)
+    after = recipe_frozen_set(migrated, workspace.structure(request))
+    config = workspace.config(request).config
+    return moved_cost(migrated, after, result.newly_frozen, result.newly_trainable,
+                      world_setting=workspace.settings.world_size,
                       config=config)
 
 
@@ -150,31 +144,14 @@ class SectionPlan:
         return expected
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlanModels:
-    """How a file's rules reach its model: the loader, the repository's targets, release and builder."""
-
-    structure_of: StructureOf
-    allowed_targets: Mapping[str, str]
-    framework: FrameworkRules
-    builder: BuilderChoice
-    """The builder the repository trains with: proofs and compiled paths are made on its model."""
-    world_size: int | None = None
-    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at."""
-    config_of: ConfigOf | None = None
-    """A requested model's config.json content (:attr:`mmfreeze.migrate.run.MigrateOptions.config_of`)."""
-
-
 def _plan(
-    path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str], models: PlanModels, where: str,
-    documents: YamlDocuments,
+    path: Path, document: Mapping[str, Any], mode: Mode, disabled: Collection[str], workspace: Workspace, where: str,
 ) -> SectionPlan:
     """MF004's moves for selectors and LoRA patterns written for another transformers release
     (proven), MF001's new section for a legacy, 0.7-selector or mixed `freeze_config` (planned
     on the moved recipe), and MF005's selectors for regex rate patterns (proven on it)."""
     if is_compiled_layout(document):  # the source is already under `mmfreeze:`: only MF006 applies
         return SectionPlan()
-    structure_of, allowed_targets, framework = models.structure_of, models.allowed_targets, models.framework
     section = document.get("freeze_config")
     vocabulary_change = MF001.id not in disabled and check_migratable(section, source=where) in ("legacy", "selectors")
     may_move = MF004.id not in disabled and any(
@@ -183,8 +160,8 @@ def _plan(
     may_rate = MF005.id not in disabled and bool(pattern_entries(document))
     if not (vocabulary_change or may_move or may_rate):
         return SectionPlan()
-    recipe = load_recipe(path, allowed_targets=allowed_targets, framework=framework, documents=documents)
-    built = structure_of(model_request(recipe, models.builder))
+    recipe = workspace.recipe(path)
+    built = workspace.structure(workspace.request(recipe, probed=False))
     moves = moved_patterns(document.get("peft"), built, recipe.framework) if may_move else ()
     if moves:  # the adapters decide which modules the section finds
         recipe = replace(recipe, document=apply_moves(document, moves))
@@ -201,15 +178,15 @@ def _plan(
         return SectionPlan(moves=moves, rates=rates)
     planner = preserve_section if mode == "preserve" else intent_section
     try:
-        migration = planner(trained.structure, section, trained.inventory, source=where, rules=framework)
+        migration = planner(trained.structure, section, trained.inventory, source=where, rules=workspace.framework)
     except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
         return SectionPlan(moves=moves, rates=rates, kept=str(error))
     return SectionPlan(moves, migration, trained, rates)
 
 
 def _compile(
-    path: Path, document: Mapping[str, Any], plan: SectionPlan, disabled: Collection[str], models: PlanModels,
-    where: str, documents: YamlDocuments,
+    path: Path, document: Mapping[str, Any], plan: SectionPlan, disabled: Collection[str], workspace: Workspace,
+    where: str,
 ) -> SectionPlan:
     """MF006: the source the other rules leave, compiled for the repository's release on the model
     its builder builds and proven there; nothing when the file already holds exactly that."""
@@ -220,14 +197,13 @@ def _compile(
     # is compiled only for the rate selectors beside it, which 0.7 cannot read.
     if MF006.id in disabled or not (vocabulary == "new" or (vocabulary == "selectors" and _selector_rates(source))):
         return plan
-    recipe = load_recipe(path, allowed_targets=models.allowed_targets, framework=models.framework,
-                         documents=documents)
+    recipe = workspace.recipe(path)
     held = recipe.compiled
     recipe = replace(recipe, document={**recipe.document, **{key: source[key] for key in ("freeze_config", OPTIMIZER)
                                                              if key in source and held is None}})
-    built = models.structure_of(model_request(recipe, models.builder))
+    built = workspace.structure(workspace.request(recipe, probed=False))
     # the builder that really built it: a fallback to the transformers class is stamped as such
-    target = compile_target(models.framework, built_label(models.builder.label, build_note=built.build_note,
+    target = compile_target(workspace.framework, built_label(workspace.builder.label, build_note=built.build_note,
                                                           built_by=built.built_by))
     try:
         compiled = compiled_sections(recipe, built, target=target)
@@ -237,7 +213,7 @@ def _compile(
     if held is not None and (held == compiled or (same_release and compiled_hold(recipe, built))):
         # what it holds (for this release, maybe on the framework's classes) trains the same here;
         # its notes alone may be out of date, and then it is written again as it is
-        return plan if notes_current(documents.file(path), held) else replace(plan, compiled=held)
+        return plan if notes_current(workspace.documents.file(path), held) else replace(plan, compiled=held)
     return replace(plan, compiled=compiled)
 
 

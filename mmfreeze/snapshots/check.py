@@ -22,22 +22,17 @@ from typing import TYPE_CHECKING, Literal
 from mmfreeze.distributed.native import NativeSupport, native_support
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
 from mmfreeze.models.batch import BuildTick
-from mmfreeze.models.cache import StructureCache
-from mmfreeze.models.framework import choose_builder
-from mmfreeze.recipes.discovery import RecipeFinder
-from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.boundary.releases import framework_rules
+from mmfreeze.recipes.recipe import Recipe
 from mmfreeze.resolver.overrides import override_specs
-from mmfreeze.settings import Settings
-from mmfreeze.snapshots.compute import ComputedSnapshot, LoadingOptions, compute_snapshot, prefetch
+from mmfreeze.snapshots.compute import compute_snapshot, prefetch
 from mmfreeze.snapshots.diff import RecipeChange, diff_snapshots
-from mmfreeze.snapshots.format import SnapshotHeader, parse_snapshot, render_snapshot
+from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, link_key, recipe_key, recipe_path, scope_dir
 from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult, Status, unchecked_outcome
 from mmfreeze.snapshots.store import check_inside, delete_stored, read_stored, snapshot_files, write_stored
+from mmfreeze.workspace import Workspace
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -58,59 +53,50 @@ RELEASE_STATUSES = frozenset({"version_only", "renamed", "probe_only"})
 class SnapshotRun:
     """Settings and results of the recipes checked in one run."""
 
-    root: Path
-    snapshot_dir: Path
+    workspace: Workspace
+    """The command's run context: settings, builder, structures, parsed YAML, recipes and their frozen sets."""
+    frozen_sets: FrozenSetCache
+    """The frozen sets earlier runs computed, on disk: a warm run reads neither models nor the resolver."""
     recipe_roots: tuple[Path, ...]
     """Absolute and without ``..``: the paths the run was given."""
     only_recipes: bool
     """`mmfreeze snapshot`: orphans are looked for in the mirrors of the folders it was given; a
     repository's own pytest run: in the whole snapshot folder."""
-    loading: LoadingOptions
-    finder: RecipeFinder
     workers: int | None = None
     """Worker processes building models missing from the cache (``None``: the available cores)."""
     on_build: Callable[[BuildTick], None] | None = None
     """Told of every distinct model built before the checks start (the long part of a cold run)."""
-    world_size: int | None = None
-    """``[tool.mmfreeze] world_size``: the ranks a change's cost is stated at (else the recipe's sizes)."""
     result: SnapshotRunResult = field(default_factory=SnapshotRunResult)
 
     @classmethod
-    def from_settings(
-        cls, settings: Settings, *, recipe_roots: tuple[Path, ...], only_recipes: bool, documents: YamlDocuments,
-        cache_dir: Path | None, allow_network: bool = False, workers: int | None = None,
+    def of(
+        cls, workspace: Workspace, *, recipe_roots: tuple[Path, ...], only_recipes: bool, workers: int | None = None,
         on_build: Callable[[BuildTick], None] | None = None,
     ) -> SnapshotRun:
-        """The run of one repository's ``settings`` (command-line values already on top)."""
+        """The run of one command's ``workspace``; the frozen sets share its structures' cache folder."""
         return cls(
-            root=settings.root,
-            snapshot_dir=settings.snapshots,
+            workspace=workspace,
+            frozen_sets=FrozenSetCache(workspace.structures.directory),
             recipe_roots=tuple(Path(os.path.abspath(path)) for path in recipe_roots),
             only_recipes=only_recipes,
-            loading=LoadingOptions(
-                allowed_targets={**DEFAULT_TARGETS, **settings.allow_targets},
-                cache=StructureCache(cache_dir),
-                frozen_sets=FrozenSetCache(cache_dir),
-                allow_network=allow_network,
-                root=settings.root,
-                configs_dir=settings.configs,
-                local_models=settings.local_models,
-                documents=documents,
-                framework=framework_rules(settings.framework),
-                builder=choose_builder(settings.builder, settings.builder_fallback),
-            ),
-            finder=RecipeFinder(root=settings.root, exclude=settings.exclude, documents=documents),
             workers=workers,
             on_build=on_build,
-            world_size=settings.world_size,
         )
 
+    @property
+    def root(self) -> Path:
+        return self.workspace.settings.root
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.workspace.settings.snapshots
+
     def is_recipe(self, path: Path) -> bool:
-        return any(path.is_relative_to(r) for r in self.recipe_roots) and self.finder.is_recipe(path)
+        return any(path.is_relative_to(r) for r in self.recipe_roots) and self.workspace.finder.is_recipe(path)
 
     def tracks(self, path: Path) -> bool:
         """Whether ``path`` is a recipe that exists (its snapshot is not an orphan)."""
-        return path.is_file() and self.finder.is_recipe(path)
+        return path.is_file() and self.workspace.finder.is_recipe(path)
 
     def snapshot_name(self, key: str) -> str:
         """The snapshot path of the recipe ``key``, as a report names it."""
@@ -151,14 +137,14 @@ def prefetch_models(recipes: Sequence[Path], run: SnapshotRun) -> None:
     if not recipes:
         return
     try:
-        prefetch(recipes, run.loading, workers=run.workers, on_build=run.on_build)
+        prefetch(recipes, run.workspace, run.frozen_sets, workers=run.workers, on_build=run.on_build)
     except Exception as error:  # noqa: BLE001  reported, and each recipe is then checked on its own
         run.result.warnings.append(f"building the models ahead stopped ({unexpected_error(error)}); "
                                    "each recipe was checked on its own")
 
 
 def cache_warnings(run: SnapshotRun) -> list[str]:
-    return [message for cache in (run.loading.cache, run.loading.frozen_sets)
+    return [message for cache in (run.workspace.structures, run.frozen_sets)
             if (message := cache.write_warning()) is not None]
 
 
@@ -205,28 +191,29 @@ def locate(path: Path, run: SnapshotRun) -> _Located:
 
 
 def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> RecipeOutcome:
-    computed = compute_snapshot(path, located.key, run.loading)
-    text = render_snapshot(computed.snapshot)
+    snapshot = compute_snapshot(path, located.key, run.workspace, run.frozen_sets)
+    text = render_snapshot(snapshot)
     try:
         check_inside(located.snapshot, run.snapshot_dir)
         stored = read_stored(located.snapshot)
     except SnapshotError as error:
         return located.outcome("input_error", run.root, message=f"{relative(located.snapshot, run.root)}: {error.message}")
-    native = native_support(computed.recipe.framework_document)
+    recipe = run.workspace.recipe(path)
+    native = native_support(recipe.framework_document)
     if stored is None:
         writes = mode in ("update", "new-only")
         return _written(located, text, run, native) if writes else located.outcome("missing", run.root, nemo_automodel=native)
     if stored == text:
         return located.outcome("passed", run.root, nemo_automodel=native)
-    outcome = _compared(stored, computed, located, run)
+    outcome = _compared(stored, snapshot, recipe, located, run)
     if mode == "update" or (mode == "accept-release" and outcome.status in RELEASE_STATUSES):
         return _written(located, text, run, native, outcome=outcome)
     return outcome
 
 
-def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: SnapshotRun) -> RecipeOutcome:
+def _compared(stored: str, snapshot: Snapshot, recipe: Recipe, located: _Located, run: SnapshotRun) -> RecipeOutcome:
     """A stored snapshot that differs: what moved, and whether the release alone moved it."""
-    native = native_support(computed.recipe.framework_document)
+    native = native_support(recipe.framework_document)
     shown = relative(located.snapshot, run.root)
     if not stored.strip():
         return located.outcome("input_error", run.root, nemo_automodel=native, message=(
@@ -235,34 +222,35 @@ def _compared(stored: str, computed: ComputedSnapshot, located: _Located, run: S
         old = parse_snapshot(stored, source=shown)
     except SnapshotError as error:
         return located.outcome("changed", run.root, message=str(error), nemo_automodel=native)
-    result = computed.frozen_set()
+    result = run.workspace.frozen_set(recipe)
     structure = result.structure
     change = diff_snapshots(
-        old, computed.snapshot,
+        old, snapshot,
         numel_of={info.name: info.numel for info in structure.parameters},
-        group_of=grouper(structure, override_specs(computed.recipe.module_overrides)),
+        group_of=grouper(structure, override_specs(recipe.module_overrides)),
     )
     if change.nothing_moved:
         return located.outcome("changed", run.root, change=change, nemo_automodel=native, message=(
             f"{shown} holds this very snapshot in another order or layout (edited by hand?): no tensor, adapter, "
             "rate or header field moved; `mmfreeze snapshot --update` writes it in its canonical form"))
-    if (switch := builder_switch(old.header, computed.snapshot.header)) is not None:
+    if (switch := builder_switch(old.header, snapshot.header)) is not None:
         return located.outcome("builder_switch", run.root, message=switch, change=change, nemo_automodel=native)
     status: Status = ("version_only" if change.version_only else "renamed" if change.renamed_only
                       else "probe_only" if change.probe_only else "changed")
     moved = status == "changed" and bool(change.newly_frozen or change.newly_trainable)
-    cost = _cost(change, result, computed, run) if moved else None
+    cost = _cost(change, result, recipe, run) if moved else None
     return located.outcome(status, run.root, change=change, nemo_automodel=native, cost=cost)
 
 
-def _cost(change: RecipeChange, result: FrozenSetResult, computed: ComputedSnapshot, run: SnapshotRun) -> ChangeCost:
+def _cost(change: RecipeChange, result: FrozenSetResult, recipe: Recipe, run: SnapshotRun) -> ChangeCost:
     """What moving tensors between frozen and trainable costs per rank (computed for a changed recipe
     only: the check pays nothing else). Adapters added or removed change the model itself, and are
     sized by `mmfreeze explain --world-size`, not here."""
     from mmfreeze.memory.change import moved_cost
 
-    return moved_cost(computed.recipe, result, change.newly_frozen, change.newly_trainable,
-                      world_setting=run.world_size, config=computed.config)
+    config = run.workspace.config(run.workspace.request(recipe)).config
+    return moved_cost(recipe, result, change.newly_frozen, change.newly_trainable,
+                      world_setting=run.workspace.settings.world_size, config=config)
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:
@@ -323,7 +311,7 @@ def _why_unread(path: Path, run: SnapshotRun) -> str | None:
     if path.exists():
         return "not a regular file"  # a pipe or a device: never opened (a pipe would block the run)
     try:
-        run.loading.documents.read(path)
+        run.workspace.documents.read(path)
     except MmfreezeError as error:
         return error.message
     return None

@@ -28,7 +28,6 @@ from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.config_sources import missing_configs_summary
 from mmfreeze.recipes.discovery import SKIPPED_DIRS
-from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.targets import parse_target_assignment
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, default_settings, find_settings
 from mmfreeze.snapshots.check import (
@@ -42,6 +41,7 @@ from mmfreeze.snapshots.check import (
 )
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR
 from mmfreeze.snapshots.render import render_text
+from mmfreeze.workspace import Workspace
 
 RUN_KEY = pytest.StashKey["SnapshotRun"]()
 """The session's :class:`SnapshotRun`, built from the options, ini values and ``[tool.mmfreeze]``."""
@@ -99,15 +99,10 @@ def _run_of(config: pytest.Config) -> SnapshotRun:
         )
         if option.mmfreeze_exclude is not None:
             settings = replace(settings, exclude=tuple(option.mmfreeze_exclude))
-        return SnapshotRun.from_settings(
-            settings,
-            recipe_roots=tuple((root / path).absolute() for path in recipe_roots),
-            only_recipes=False,
-            documents=YamlDocuments(root),
-            cache_dir=cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache),
-            allow_network=option.mmfreeze_allow_network,
-            workers=option.mmfreeze_workers,
-        )
+        workspace = Workspace.of(settings, cache_dir=cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache),
+                                 allow_network=option.mmfreeze_allow_network)
+        return SnapshotRun.of(workspace, recipe_roots=tuple((root / path).absolute() for path in recipe_roots),
+                              only_recipes=False, workers=option.mmfreeze_workers)
     except MmfreezeError as error:
         raise pytest.UsageError(str(error)) from None
 
@@ -200,5 +195,5 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"mmfreeze warning: {message}", yellow=True)
     if run.result.missing_configs:
         terminalreporter.write_line(
-            "mmfreeze: " + missing_configs_summary(run.result.missing_configs, configs_dir=run.loading.configs_dir), red=True
+            "mmfreeze: " + missing_configs_summary(run.result.missing_configs, configs_dir=run.workspace.settings.configs), red=True
         )

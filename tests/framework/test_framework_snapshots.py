@@ -20,10 +20,12 @@ from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.models.framework import choose_builder
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.snapshots.compute import LoadingOptions, compute_snapshot
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.settings import default_settings
+from mmfreeze.snapshots.compute import compute_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.versions import installed_version
+from mmfreeze.workspace import Workspace
 from tests.conftest import REPO_ROOT
 
 pytestmark = [
@@ -60,25 +62,23 @@ def framework_parameter_names(model_id: str) -> tuple[str, set[str]]:
     return model_class.__name__, {name for name, _ in model.named_parameters(remove_duplicate=False)}
 
 
-def options(tmp_path: Path, builder: str) -> LoadingOptions:
-    return LoadingOptions(
-        allowed_targets=DEFAULT_TARGETS, cache=StructureCache(tmp_path / "cache"),
-        frozen_sets=FrozenSetCache(tmp_path / "cache"), root=REPO_ROOT, builder=choose_builder(builder),
-    )
+def options(tmp_path: Path, builder: str) -> Workspace:
+    return Workspace(settings=default_settings(REPO_ROOT), builder=choose_builder(builder),
+                     structures=StructureCache(tmp_path / "cache"), documents=YamlDocuments(REPO_ROOT))
 
 
-def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str, loading: LoadingOptions) -> None:
-    computed = compute_snapshot(recipe, key, loading)
-    header = computed.snapshot.header
-    class_name, names = framework_parameter_names(computed.recipe.model.model_id)
+def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str, workspace: Workspace) -> None:
+    snapshot = compute_snapshot(recipe, key, workspace, FrozenSetCache(workspace.structures.directory))
+    header = snapshot.header
+    class_name, names = framework_parameter_names(workspace.recipe(recipe).model.model_id)
     assert class_name == expected_class
     assert header.architecture == expected_class
     assert header.builder == f"nemo-automodel {installed_version('nemo-automodel')}"
     assert header.divergence == ""
-    trained = computed.frozen_set().structure
+    trained = workspace.frozen_set(workspace.recipe(recipe)).structure
     base = {name for info in trained.parameters for name in info.names if ".lora_" not in name}
     assert base == names
-    assert computed.snapshot.frozen <= {name for info in trained.parameters for name in info.names}
+    assert snapshot.frozen <= {name for info in trained.parameters for name in info.names}
     assert header.frozen_tensors + header.trainable_tensors == len(trained.parameters)
 
 
@@ -97,9 +97,9 @@ def test_qwen3_5_framework_names_differ_from_transformers_ones_where_the_issue_s
 @pytest.mark.parametrize("recipe", sorted(OMNI))
 def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path) -> None:
     """No talker, no code2wav: the thinker the framework builds."""
-    loading = options(tmp_path, "auto")
-    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, OMNI[recipe], loading)
-    structure = compute_snapshot(REPO_ROOT / recipe, recipe, loading).frozen_set().structure
+    workspace = options(tmp_path, "auto")
+    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, OMNI[recipe], workspace)
+    structure = workspace.frozen_set(workspace.recipe(REPO_ROOT / recipe)).structure
     assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
 
 

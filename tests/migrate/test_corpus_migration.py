@@ -12,7 +12,6 @@ from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.migrate.yaml.text import key_position, key_span, load_roundtrip, split_lines
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.boundary.releases import CURRENT_RULES
 from tests.conftest import EXAMPLE_CONFIGS, legacy_rules
 
@@ -50,13 +49,13 @@ def test_outside_the_rewritten_blocks_every_byte_is_identical(preserve_run):
                 assert any(start <= i1 and i2 <= end for start, end in regions), (result.display, tag, i1, i2)
 
 
-def test_a_second_run_changes_nothing(preserve_run, structure_of, tmp_path):
+def test_a_second_run_changes_nothing(preserve_run, workspace_of, tmp_path):
     files, results = preserve_run
     for path, result in zip(files, results, strict=True):
         target = tmp_path / path.name
         target.write_bytes(result.new_text.encode())
-    options = MigrateOptions(allowed_targets=DEFAULT_TARGETS, framework=legacy_rules())
-    again = plan_files(sorted(tmp_path.iterdir()), options, structure_of)
+    workspace = workspace_of(tmp_path, framework=legacy_rules().release)
+    again = plan_files(sorted(tmp_path.iterdir()), MigrateOptions(), workspace)
     assert [r.display for r in again if r.changed] == []
 
 

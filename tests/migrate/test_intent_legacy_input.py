@@ -9,8 +9,6 @@ import pytest
 from ruamel.yaml import YAML
 
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.boundary.releases import FrameworkRules
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow  # every pre-migration file, twice per release
@@ -19,11 +17,10 @@ PRE_MIGRATION = REPO_ROOT / "tests" / "migrate" / "fixtures" / "pre_migration"
 
 
 @pytest.mark.parametrize("release", ["0.6", "0.7"])
-def test_intent_mode_migrates_every_file_preserve_mode_migrates(structure_of, release: str) -> None:
+def test_intent_mode_migrates_every_file_preserve_mode_migrates(workspace_of, release: str) -> None:
     files = [path for path in find_migratable([PRE_MIGRATION]) if path.suffix == ".yaml" and path.name != "pyproject.toml"]
-    rules = FrameworkRules(release=release)  # type: ignore[arg-type]
-    results = {mode: plan_files(files, MigrateOptions(mode=mode, allowed_targets=DEFAULT_TARGETS, framework=rules),
-                                structure_of) for mode in ("preserve", "intent")}
+    results = {mode: plan_files(files, MigrateOptions(mode=mode), workspace_of(PRE_MIGRATION, framework=release))
+               for mode in ("preserve", "intent")}
     migrated = {mode: {result.display for result in found if result.changed} for mode, found in results.items()}
     assert len(migrated["preserve"]) > 50
     skipped = {result.display: result.error for result in results["intent"] if result.status == "skipped"}

@@ -14,7 +14,6 @@ from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.migrate.run import MigrateOptions, plan_files
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.boundary.releases import FrameworkRules
 from mmfreeze.versions import installed_version
 
 HEADER = ("recipe: FinetuneRecipeForVLM\nmodel:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"
@@ -26,11 +25,11 @@ TARGET = CompileTarget(release="0.7", transformers=installed_version("transforme
 
 
 @pytest.fixture
-def migrate(tmp_path, structure_of):
+def migrate(tmp_path, workspace_of):
     def run(text: str):
         path = tmp_path / "recipe.yaml"
         path.write_text(text)
-        result = plan_files([path], MigrateOptions(allowed_targets=DEFAULT_TARGETS), structure_of)[0]
+        result = plan_files([path], MigrateOptions(), workspace_of(tmp_path))[0]
         path.write_text(result.new_text)
         return path, result
     return run
@@ -105,11 +104,10 @@ def test_a_section_compiled_on_another_model_tree_is_left_to_the_environment_it_
     assert _checked(path, structure_of).frozen
 
 
-def test_a_repository_on_0_6_keeps_its_new_vocabulary_section_for_the_integration(tmp_path, structure_of) -> None:
+def test_a_repository_on_0_6_keeps_its_new_vocabulary_section_for_the_integration(tmp_path, workspace_of) -> None:
     path = tmp_path / "recipe.yaml"
     path.write_text(HEADER + SOURCE)
-    options = MigrateOptions(allowed_targets=DEFAULT_TARGETS, framework=FrameworkRules(release="0.6"))
-    result = plan_files([path], options, structure_of)[0]
+    result = plan_files([path], MigrateOptions(), workspace_of(tmp_path, framework="0.6"))[0]
     assert not result.changed
     assert any("nemo-automodel 0.6 has no module selectors" in note for note in result.notes), result.notes
 

@@ -14,8 +14,7 @@ from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python.registry import PYTHON_RULES
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.rules import RULES
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.boundary.releases import RELEASES, FrameworkRules
+from mmfreeze.boundary.releases import RELEASES
 
 IMPORT = "from nemo_automodel.components.training.utils import apply_parameter_freezing\n"
 NEW_IMPORT = "from mmfreeze.freeze import apply_freeze_config\n"
@@ -24,8 +23,8 @@ LLAVA = "# mmfreeze: models=llava-hf/llava-1.5-7b-hf\n"
 
 
 @pytest.fixture(scope="module")
-def run(structure_of):
-    models = {release: BoundModels(structure_of, DEFAULT_TARGETS, FrameworkRules(release=release)) for release in RELEASES}
+def run(workspace_of):
+    models = {release: BoundModels(workspace_of(Path(__file__).parent, framework=release)) for release in RELEASES}
 
     def migrate(source: str, disabled=(), release="0.7"):
         def once(text: str):

@@ -27,7 +27,6 @@ from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.run import MigrateOptions, find_migratable, plan_files, write_changed
 from mmfreeze.recipes.layout import read_layout
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.resolver.spec import MultimodalModuleSpec
 from tests.conftest import EXAMPLE_CONFIGS
@@ -36,16 +35,16 @@ from tests.migrate.calls import FreezeCall, freeze_calls, rewritten_calls
 pytestmark = pytest.mark.slow  # whole-corpus: migrates the example corpus and the selector recipes
 
 SELECTORS = Path(__file__).parent / "fixtures" / "selectors"
-OPTIONS = MigrateOptions(allowed_targets=DEFAULT_TARGETS)
+OPTIONS = MigrateOptions()
 
 
 @pytest.fixture(scope="module")
-def extended_run(tmp_path_factory, structure_of):
+def extended_run(tmp_path_factory, workspace_of):
     root = tmp_path_factory.mktemp("extended") / "example_configs"
     shutil.copytree(EXAMPLE_CONFIGS, root)
     shutil.copytree(SELECTORS, root / "selectors")
     files = find_migratable([root])
-    results = plan_files(files, OPTIONS, structure_of)
+    results = plan_files(files, OPTIONS, workspace_of(root))
     assert write_changed(files, results) == []
     return root, files, results
 
@@ -88,9 +87,9 @@ def test_every_rewritten_recipe_freezes_what_the_framework_froze(extended_run, s
         assert rewritten.frozen == original.frozen == compiled.frozen, result.display
 
 
-def test_every_rewritten_python_call_is_proven_on_its_bound_models(extended_run, structure_of):
-    _, files, results = extended_run
-    models = BoundModels(structure_of, DEFAULT_TARGETS)
+def test_every_rewritten_python_call_is_proven_on_its_bound_models(extended_run, workspace_of):
+    root, files, results = extended_run
+    models = BoundModels(workspace_of(root))
     pairs = [(path, pair) for path, result in zip(files, results, strict=True) if path.suffix == ".py"
              for pair in rewritten_calls(result.old_text, result.new_text)]
     assert len(pairs) >= 4
@@ -141,9 +140,9 @@ def test_every_legacy_call_left_is_reported_with_its_line(extended_run):
         assert left == {finding.line for finding in result.findings if finding.rule == "MF101"}, path.name
 
 
-def test_a_second_run_changes_nothing(extended_run, structure_of):
+def test_a_second_run_changes_nothing(extended_run, workspace_of):
     root, _, _ = extended_run
-    again = plan_files(find_migratable([root]), OPTIONS, structure_of)
+    again = plan_files(find_migratable([root]), OPTIONS, workspace_of(root))
     assert [r.display for r in again if r.changed] == []
     assert not [r.display for r in again if r.status == "skipped"]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from mmfreeze.migrate.run import MigrateOptions, plan_files
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
 
 HEADER = ("model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"
           "  pretrained_model_name_or_path: Qwen/Qwen2-VL-2B-Instruct\n")
@@ -15,13 +14,13 @@ LORA = "peft:\n  _target_: nemo_automodel.components._peft.lora.PeftConfig\n  di
 
 
 @pytest.fixture
-def migrate(tmp_path, structure_of):
+def migrate(tmp_path, workspace_of):
     def run(section: str, *, mode: str = "preserve", extra: str = ""):
         path = tmp_path / "recipe.yaml"
         path.write_text(HEADER + extra + "freeze_config:\n" + section)
         # MF001's rewrite alone: MF006 (the compiled section beside it) has its own tests.
-        options = MigrateOptions(mode=mode, allowed_targets=DEFAULT_TARGETS, disabled=frozenset({"MF006"}))
-        return plan_files([path], options, structure_of)[0]
+        options = MigrateOptions(mode=mode, disabled=frozenset({"MF006"}))
+        return plan_files([path], options, workspace_of(tmp_path))[0]
     return run
 
 

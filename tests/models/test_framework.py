@@ -36,11 +36,12 @@ from mmfreeze.models.framework import (
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
-from mmfreeze.recipes.targets import DEFAULT_TARGETS
-from mmfreeze.settings import parse_settings
-from mmfreeze.snapshots.compute import LoadingOptions, compute_snapshot
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.settings import default_settings, parse_settings
+from mmfreeze.snapshots.compute import compute_snapshot, recipe_frozen_set_key
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord
+from mmfreeze.workspace import Workspace
 from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT
 
 NEMO_TARGET = "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained"
@@ -242,18 +243,18 @@ def expected_statement(recipe: str, built: str) -> str:
 def test_every_recipe_the_framework_builds_differently_says_so_in_header_and_explain(tmp_path: Path) -> None:
     """Builder transformers (the main environment): each recipe in DIVERGENT carries the statement
     in its snapshot header and its explain output, every other bundled recipe none."""
-    cache = StructureCache(tmp_path / "cache")
     frozen_sets = FrozenSetCache(tmp_path / "cache")
-    loading = LoadingOptions(allowed_targets=DEFAULT_TARGETS, cache=cache, frozen_sets=frozen_sets, root=REPO_ROOT)
+    workspace = Workspace(settings=default_settings(REPO_ROOT), structures=StructureCache(tmp_path / "cache"),
+                          documents=YamlDocuments(REPO_ROOT))
     stated = set()
     for path in bundled_recipes():
         try:
-            recipe = loading.recipe(path)
+            recipe = workspace.recipe(path)
         except MmfreezeError:
             continue  # not a recipe (or not one that reads): the snapshot tests cover those
         built = "BuiltClass"
-        frozen_sets.put(loading.frozen_set_key(recipe), _record(built))
-        header = parse_snapshot(render_snapshot(compute_snapshot(path, recipe.display_path, loading).snapshot)).header
+        frozen_sets.put(recipe_frozen_set_key(recipe, workspace), _record(built))
+        header = parse_snapshot(render_snapshot(compute_snapshot(path, recipe.display_path, workspace, frozen_sets))).header
         expected = expected_statement(recipe.display_path, built)
         assert header.builder == "transformers"
         assert header.divergence == expected, recipe.display_path

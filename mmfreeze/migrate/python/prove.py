@@ -17,19 +17,16 @@ from typing import Any
 
 from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
-from mmfreeze.freeze.recipe_model import model_request, recipe_trained_model
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice
+from mmfreeze.freeze.recipe_model import recipe_trained_model
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate.section import SectionInput
 from mmfreeze.models.loader import ModelRequest
-from mmfreeze.models.structure import ModelStructure
-from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import AUTO_CLASSES
 from mmfreeze.resolver import resolve_structure
-from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
-
+from mmfreeze.boundary.releases import FrameworkRules
+from mmfreeze.workspace import Workspace
 
 
 
@@ -51,17 +48,11 @@ class Proof:
 
 
 class BoundModels:
-    """Builds the models call sites are bound to, each once per run."""
+    """Builds the models call sites are bound to, each once per run, in the run's workspace: a bound
+    recipe's model is the one its recipe trains, built by the same builder as a YAML proof's."""
 
-    def __init__(
-        self, structure_of: Callable[[ModelRequest], ModelStructure], allowed_targets: Mapping[str, str],
-        framework: FrameworkRules = CURRENT_RULES, builder: BuilderChoice = TRANSFORMERS_BUILDER,
-    ) -> None:
-        self._structure_of = structure_of
-        self._builder = builder
-        """The run's builder, as for YAML: a bound recipe's model is the one its recipe trains."""
-        self._allowed_targets = allowed_targets
-        self._framework = framework
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
         self._built: dict[tuple[str, str], ProofTarget] = {}
 
     def targets(self, binding: Binding, *, directory: Path) -> list[ProofTarget]:
@@ -80,21 +71,22 @@ class BoundModels:
     def _model(self, model_id: str, directory: Path) -> ProofTarget:
         errors = []
         for auto_class in AUTO_CLASSES:
+            settings = self._workspace.settings
             request = ModelRequest(model_id=model_id, auto_class=auto_class, recipe_dir=directory,
-                                   configs_dir=None, source=model_id)
+                                   configs_dir=settings.configs, local_models=settings.local_models, source=model_id)
             try:
-                structure = self._structure_of(request)
+                structure = self._workspace.structure(request)
             except ModelBuildError as error:
                 errors.append(error.message)
                 continue
-            return ProofTarget(name=model_id, rules=self._framework,
+            return ProofTarget(name=model_id, rules=self._workspace.framework,
                                targets=FreezeTargets(structure=structure, inventory=resolve_structure(structure)))
         raise ModelBuildError(f"no Auto class builds it ({'; '.join(errors)})", source=model_id)
 
     def _recipe(self, path: Path, name: str) -> ProofTarget:
-        recipe = load_recipe(path, allowed_targets=self._allowed_targets, framework=self._framework)
-        trained = recipe_trained_model(recipe, self._structure_of(model_request(recipe, self._builder)))
-        return ProofTarget(name=name, targets=trained, rules=self._framework)
+        recipe = self._workspace.recipe(path)
+        trained = recipe_trained_model(recipe, self._workspace.structure(self._workspace.request(recipe, probed=False)))
+        return ProofTarget(name=name, targets=trained, rules=self._workspace.framework)
 
 
 def prove(section: Mapping[str, Any], targets: Sequence[ProofTarget], *, source: str) -> Proof:

@@ -1,0 +1,120 @@
+"""One command's run context: assembled once from the repository's settings, shared by every recipe.
+
+`snapshot`, `migrate` and `explain` each used to put together the allowed targets, the release, the
+builder (chosen twice by `snapshot`), the caches, the parsed YAML and the recipe rule on their own,
+with small differences (migrate's recipes did not know the repository's config folder until the
+command patched it into every model request). A :class:`Workspace` holds them once, and per recipe
+one memoized computation: the recipe, its model and the frozen set it trains (:meth:`Workspace.frozen_set`),
+which the snapshot, its diff and cost, and `explain` all read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.boundary.releases import FrameworkRules, framework_rules
+from mmfreeze.freeze.compiler.target import compile_target
+from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
+from mmfreeze.models.cache import StructureCache
+from mmfreeze.models.config_sources import ModelConfigSource
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, built_label, choose_builder
+from mmfreeze.models.loader import LoadedStructure, ModelRequest, find_config, load_structure
+from mmfreeze.reachability.recipe import probed_request
+from mmfreeze.recipes.discovery import RecipeFinder
+from mmfreeze.recipes.documents import YamlDocuments
+from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.recipes.targets import DEFAULT_TARGETS
+from mmfreeze.settings import Settings
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.models.structure import ModelStructure
+
+
+@dataclass(kw_only=True)
+class Workspace:
+    """The settings (command-line values on top) and everything derived from them, for one command."""
+
+    settings: Settings
+    builder: BuilderChoice = TRANSFORMERS_BUILDER
+    """What builds the models: chosen once per command (:meth:`of`)."""
+    structures: StructureCache = field(default_factory=lambda: StructureCache(None))
+    documents: YamlDocuments = field(default_factory=YamlDocuments)
+    """The run's parsed YAML, shared with discovery: each file is parsed once."""
+    allow_network: bool = False
+    _recipes: dict[Path, Recipe] = field(default_factory=dict, repr=False)
+    _frozen_sets: dict[Path, FrozenSetResult] = field(default_factory=dict, repr=False)
+    _structures: dict[ModelRequest, ModelStructure | MmfreezeError] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(
+        cls, settings: Settings, *, cache_dir: Path | None, allow_network: bool = False, roundtrip: bool = False,
+    ) -> Workspace:
+        """The workspace of a command on ``settings``; ``roundtrip``: YAML is parsed with comments and
+        positions (a rewriting command)."""
+        return cls(settings=settings, builder=choose_builder(settings.builder, settings.builder_fallback),
+                   structures=StructureCache(cache_dir), documents=YamlDocuments(settings.root, roundtrip=roundtrip),
+                   allow_network=allow_network)
+
+    @cached_property
+    def allowed_targets(self) -> dict[str, str]:
+        """The built-in allowlist plus the repository's and the command line's entries."""
+        return {**DEFAULT_TARGETS, **self.settings.allow_targets}
+
+    @cached_property
+    def framework(self) -> FrameworkRules:
+        """The release the repository trains on (``[tool.mmfreeze] framework``)."""
+        return framework_rules(self.settings.framework)
+
+    @cached_property
+    def finder(self) -> RecipeFinder:
+        """The recipe rule, with the repository's exclusions, on the run's parsed YAML."""
+        return RecipeFinder(root=self.settings.root, exclude=self.settings.exclude, documents=self.documents)
+
+    def recipe(self, path: Path) -> Recipe:
+        """The recipe at ``path``, read once per command."""
+        if path not in self._recipes:
+            settings = self.settings
+            self._recipes[path] = load_recipe(
+                path, allowed_targets=self.allowed_targets, root=settings.root, configs_dir=settings.configs,
+                local_models=settings.local_models, documents=self.documents, framework=self.framework,
+            )
+        return self._recipes[path]
+
+    def request(self, recipe: Recipe, *, probed: bool = True) -> ModelRequest:
+        """The recipe's model under the run's builder; ``probed``: also what its data mixes' losses
+        reach (a snapshot and `explain` report it; a rewrite needs names only)."""
+        return probed_request(recipe, self.builder) if probed else model_request(recipe, self.builder)
+
+    def loaded(self, request: ModelRequest) -> LoadedStructure:
+        return load_structure(request, self.structures, allow_network=self.allow_network)
+
+    def structure(self, request: ModelRequest) -> ModelStructure:
+        """The requested model, asked for once per command: a recipe's rules plan and compile on the
+        same model, and a build that failed fails again without building."""
+        if request not in self._structures:
+            try:
+                self._structures[request] = self.loaded(request).structure
+            except MmfreezeError as error:
+                self._structures[request] = error
+        found = self._structures[request]
+        if isinstance(found, MmfreezeError):
+            raise found
+        return found
+
+    def config(self, request: ModelRequest) -> ModelConfigSource:
+        """Where the requested model's config.json is, and its content."""
+        return find_config(request, allow_network=self.allow_network)
+
+    def frozen_set(self, recipe: Recipe) -> FrozenSetResult:
+        """What ``recipe`` trains on the model this run builds (probed), computed once per command."""
+        if recipe.path not in self._frozen_sets:
+            structure = self.structure(self.request(recipe))
+            label = built_label(self.builder.label, build_note=structure.build_note, built_by=structure.built_by)
+            self._frozen_sets[recipe.path] = recipe_frozen_set(
+                recipe, structure, target=compile_target(recipe.framework, label))
+        return self._frozen_sets[recipe.path]
