@@ -130,11 +130,11 @@ def write_small_snapshot(root: Path) -> None:
     from mmfreeze.freeze.engine import compute_frozen_set
     from mmfreeze.models.structure import structure_of
     from mmfreeze.snapshots.format import render_snapshot
-    from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
+    from mmfreeze.snapshots.compute import snapshot_of
 
     (root / "r.yaml").write_text("model: {}\n")
     result = compute_frozen_set(structure_of(small_model()), {}, source="r.yaml", override_specs=())
-    snapshot = FrozenSetRecord.of(result, recipe="r.yaml").snapshot(recipe="r.yaml", model_id="small", config="local")
+    snapshot = snapshot_of(result, recipe="r.yaml", model_id="small", config="local")
     (root / "snapshots").mkdir()
     (root / "snapshots" / "r.yaml.frozen.txt").write_text(render_snapshot(snapshot))
 

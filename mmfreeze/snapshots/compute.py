@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.batch import BuildTick, build_missing
@@ -22,17 +23,21 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import Recipe
 from mmfreeze.reachability.recipe import RecipeReach, recipe_reach
 from mmfreeze.resolver.overrides import override_specs
-from mmfreeze.snapshots.format import Snapshot, describe_config_source
+from mmfreeze.snapshots.format import (
+    GroupLines, RateLines, ReachLines, Snapshot, SnapshotHeader, body_lines, describe_config_source,
+)
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.frozen_cache import (
     CachedComputation,
     FailedComputation,
     FrozenSetCache,
-    FrozenSetRecord,
     frozen_set_key,
 )
-from mmfreeze.versions import code_fingerprint
+from mmfreeze.versions import code_fingerprint, installed_version
 from mmfreeze.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mmfreeze.freeze.engine import FrozenSetResult
 
 
 def recipe_frozen_set_key(recipe: Recipe, workspace: Workspace, structure_key: str | None = None) -> str:
@@ -41,7 +46,37 @@ def recipe_frozen_set_key(recipe: Recipe, workspace: Workspace, structure_key: s
     if structure_key is None:
         structure_key = structure_source(workspace.request(recipe), allow_network=workspace.allow_network).key
     return frozen_set_key(structure_key, recipe.document, code_fingerprint(), recipe.framework.release,
-                          recipe.compiled)
+                          recipe.compiled, recipe.model.target)
+
+
+def snapshot_of(
+    result: FrozenSetResult, *, recipe: str, model_id: str, config: str, builder: str = "transformers",
+    divergence: str = "", reach: RecipeReach | None = None,
+) -> Snapshot:
+    """The snapshot of one frozen-set computation (``config``: where the model config came from,
+    :func:`~mmfreeze.snapshots.format.describe_config_source`; ``builder`` and ``divergence``: see
+    :class:`~mmfreeze.snapshots.format.SnapshotHeader`; ``reach``: what the recipe trains and never
+    reaches, :func:`mmfreeze.reachability.recipe.recipe_reach`, without which the snapshot says
+    nothing of reachability)."""
+    structure, frozen_numel = result.structure, result.frozen_numel
+    header = SnapshotHeader(
+        recipe=recipe, model_id=model_id, config=config, architecture=structure.class_name, builder=builder,
+        divergence=divergence, framework=result.rules.describe(), transformers=installed_version("transformers"),
+        frozen_tensors=len(result.frozen), trainable_tensors=len(structure.parameters) - len(result.frozen),
+        frozen_parameters=frozen_numel, trainable_parameters=structure.total_numel - frozen_numel,
+        mixes="" if reach is None else reach.mixes.describe(),
+    )
+    return Snapshot(
+        header=header,
+        lines=body_lines(result.frozen, recipe=recipe),
+        adapter_lines=None if result.adapters is None else body_lines(result.adapters, recipe=recipe),
+        rates=tuple(RateLines(lr_mult=lr, wd_mult=wd, lines=body_lines(names, recipe=recipe))
+                    for (lr, wd), names in sorted(result.rates.items())),
+        renames=structure.checkpoint_renames,
+        reach=() if reach is None else tuple(ReachLines(mix=mix.mix, method=mix.method, not_probed=mix.not_probed, groups=tuple(
+            GroupLines(label=group.label, tensors=group.tensors, lines=body_lines(frozenset(group.names), recipe=recipe))
+            for group in mix.groups)) for mix in reach.results),
+    )
 
 
 def prefetch(
@@ -85,25 +120,27 @@ def compute_snapshot(path: Path, key: str, workspace: Workspace, frozen_sets: Fr
     Raises :class:`~mmfreeze.exceptions.MmfreezeError` subclasses naming the file and key.
     """
     recipe = workspace.recipe(path)
-    record = _record(recipe, workspace, frozen_sets)
-    # Only where the config came from: the structure key (a hash of it) is not needed here.
-    request = workspace.request(recipe)
-    source = workspace.config(request)
-    config = describe_config_source(source.kind, source.provenance)
+    stored = _record(recipe, workspace, frozen_sets)
+    return replace(stored, header=replace(stored.header, **_recipe_fields(recipe, key, workspace)))
+
+
+def _recipe_fields(recipe: Recipe, key: str, workspace: Workspace) -> dict[str, str]:
+    """The header fields recipes sharing one computation do not share: the path, the model id and
+    where its config came from (only that: the structure key, a hash of it, is not needed here)."""
+    source = workspace.config(workspace.request(recipe))
     # A local directory is stored by where the settings allow it, never by its absolute path.
-    return record.snapshot(recipe=key, model_id=source.local_label or recipe.model.model_id, config=config,
-                           **builder_header(record, request, source.config, target=recipe.model.target))
+    return {"recipe": key, "model_id": source.local_label or recipe.model.model_id,
+            "config": describe_config_source(source.kind, source.provenance)}
 
 
-def builder_header(
-    record: FrozenSetRecord, request: ModelRequest, config: Mapping[str, Any], *, target: str
-) -> dict[str, str]:
-    """The header's ``builder`` and ``divergence`` values for one recipe sharing ``record``."""
-    return describe_build(record.architecture, record.build_note, request.build, config, target=target,
-                          built_by=record.built_by)
+def builder_fields(structure: ModelStructure, request: ModelRequest, config: Mapping[str, Any], *,
+                   target: str) -> dict[str, str]:
+    """The header's ``builder`` and ``divergence`` values for ``structure`` built for ``request``."""
+    return describe_build(structure.class_name, structure.build_note, request.build, config, target=target,
+                          built_by=structure.built_by)
 
 
-def _record(recipe: Recipe, workspace: Workspace, frozen_sets: FrozenSetCache) -> FrozenSetRecord:
+def _record(recipe: Recipe, workspace: Workspace, frozen_sets: FrozenSetCache) -> Snapshot:
     """The recipe's cached computation, computed and stored first when missing; a stored failure
     is raised again, restated for this recipe."""
     memo_key = recipe_frozen_set_key(recipe, workspace)
@@ -119,8 +156,10 @@ def _record(recipe: Recipe, workspace: Workspace, frozen_sets: FrozenSetCache) -
 def _computed_or_failed(recipe: Recipe, workspace: Workspace) -> CachedComputation:
     try:
         result = workspace.frozen_set(recipe)
-        reach = _reach(recipe, result.structure, result.frozen)
-        return FrozenSetRecord.of(result, recipe=recipe.display_path, reach=reach)
+        request = workspace.request(recipe)
+        build = builder_fields(result.structure, request, workspace.config(request).config, target=recipe.model.target)
+        return snapshot_of(result, **_recipe_fields(recipe, recipe.display_path, workspace), **build,
+                           reach=_reach(recipe, result.structure, result.frozen))
     except (ConfigSourceError, EnvironmentBuildError):
         raise  # where a config is found, and what this machine can import, lie outside the key: never cached
     except MmfreezeError as error:  # everything else is decided by the key: the model, the sections, the code

@@ -28,7 +28,7 @@ from mmfreeze.models.loader import build_config, build_live
 from mmfreeze.models.structure import ModelStructure, structure_of
 from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
 from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
-from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
+from mmfreeze.snapshots.compute import snapshot_of
 from tests.framework.cases import Case, cases_for
 from tests.conftest import TALLY_PROPERTY
 from tests.framework.oracle import framework_trainability
@@ -90,7 +90,7 @@ def mmfreeze_trainability(
     """The snapshot path: compute, store as a snapshot, read back; frozen names, trainable names
     (the rest of the trained structure, whose count the header must state) and the release."""
     result = compute_frozen_set(structure, case.document, source="case.yaml", override_specs=(), rules=rules)
-    snapshot = FrozenSetRecord.of(result, recipe="case.yaml").snapshot(recipe="case.yaml", model_id="m", config="local")
+    snapshot = snapshot_of(result, recipe="case.yaml", model_id="m", config="local")
     stored = parse_snapshot(render_snapshot(snapshot))
     trainable = frozenset(info.name for info in result.structure.parameters) - stored.frozen
     assert stored.header.trainable_tensors == len(trainable)

@@ -23,7 +23,7 @@ from mmfreeze.models.structure import structure_of
 from mmfreeze.recipes.recipe import Recipe, load_recipe
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.format import render_snapshot
-from mmfreeze.snapshots.frozen_cache import FrozenSetRecord
+from mmfreeze.snapshots.compute import snapshot_of
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, snapshot_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def write_snapshot(model: torch.nn.Module, document: Mapping[str, Any], root: Pa
     (root / recipe_key).parent.mkdir(parents=True, exist_ok=True)
     (root / recipe_key).write_text("model: {}\n")
     result = compute_frozen_set(structure_of(model), document, source=recipe_key, override_specs=())
-    snapshot = FrozenSetRecord.of(result, recipe=recipe_key).snapshot(recipe=recipe_key, model_id="tiny", config="local")
+    snapshot = snapshot_of(result, recipe=recipe_key, model_id="tiny", config="local")
     path = snapshot_path(root / recipe_key, root, root / DEFAULT_SNAPSHOT_DIR)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_snapshot(snapshot), encoding="utf-8")

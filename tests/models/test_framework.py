@@ -2,8 +2,8 @@
 where the framework builds its own class (main environment, fast: no model is built).
 
 The divergence test covers every bundled recipe: the expected statement comes from the committed
-``framework_classes.json`` and the real header code (:func:`mmfreeze.snapshots.compute.compute_snapshot`
-over a frozen-set record stored under the recipe's real key, so nothing is built), and the same
+``framework_classes.json`` and the real header code (:func:`mmfreeze.snapshots.compute.builder_fields`,
+which gives a snapshot its builder fields, over a structure of the built class, so nothing is built), and the same
 values are what ``explain`` prints (:func:`mmfreeze.explain.builder.explain_builder`).
 """
 
@@ -38,9 +38,7 @@ from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.settings import default_settings, parse_settings
-from mmfreeze.snapshots.compute import compute_snapshot, recipe_frozen_set_key
-from mmfreeze.snapshots.format import parse_snapshot, render_snapshot
-from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord
+from mmfreeze.snapshots.compute import builder_fields
 from mmfreeze.workspace import Workspace
 from tests.conftest import EXAMPLE_CONFIGS, REPO_ROOT
 
@@ -173,12 +171,6 @@ def bundled_recipes() -> list[Path]:
     return sorted(EXAMPLE_CONFIGS.rglob("*.yaml"))
 
 
-def _record(architecture: str) -> FrozenSetRecord:
-    return FrozenSetRecord(architecture=architecture, framework="nemo-automodel 0.7", transformers="5.24.0",
-                           lines=("a.weight",), frozen_tensors=1, frozen_parameters=1, trainable_tensors=1,
-                           trainable_parameters=1)
-
-
 OMNI_THINKER = "Qwen2_5OmniThinkerForConditionalGeneration (nemo_automodel.components.models.qwen2_5_omni.model)"
 QWEN3_VL = "Qwen3VLForConditionalGeneration (nemo_automodel.components.models.qwen3_vl.model)"
 QWEN3_VL_MOE = "Qwen3VLMoeForConditionalGeneration (nemo_automodel.components.models.qwen3_vl_moe.model)"
@@ -242,8 +234,8 @@ def expected_statement(recipe: str, built: str) -> str:
 
 def test_every_recipe_the_framework_builds_differently_says_so_in_header_and_explain(tmp_path: Path) -> None:
     """Builder transformers (the main environment): each recipe in DIVERGENT carries the statement
-    in its snapshot header and its explain output, every other bundled recipe none."""
-    frozen_sets = FrozenSetCache(tmp_path / "cache")
+    in its snapshot header (the header's builder fields, :func:`builder_fields`, for the class built)
+    and its explain output, every other bundled recipe none."""
     workspace = Workspace(settings=default_settings(REPO_ROOT), structures=StructureCache(tmp_path / "cache"),
                           documents=YamlDocuments(REPO_ROOT))
     stated = set()
@@ -253,14 +245,13 @@ def test_every_recipe_the_framework_builds_differently_says_so_in_header_and_exp
         except MmfreezeError:
             continue  # not a recipe (or not one that reads): the snapshot tests cover those
         built = "BuiltClass"
-        frozen_sets.put(recipe_frozen_set_key(recipe, workspace), _record(built))
-        header = parse_snapshot(render_snapshot(compute_snapshot(path, recipe.display_path, workspace, frozen_sets))).header
+        structure = ModelStructure(class_name=built, modules={}, module_aliases={}, parameters=())
+        request = workspace.request(recipe)
+        header = builder_fields(structure, request, workspace.config(request).config, target=recipe.model.target)
         expected = expected_statement(recipe.display_path, built)
-        assert header.builder == "transformers"
-        assert header.divergence == expected, recipe.display_path
+        assert header == {"builder": "transformers", "divergence": expected}, recipe.display_path
         loaded = LoadedStructure(request=model_request(recipe), source=find_model_config(recipe.model.model_id),
-                                 structure=ModelStructure(class_name=built, modules={}, module_aliases={}, parameters=()),
-                                 key="")
+                                 structure=structure, key="")
         explained = explain_builder(TRANSFORMERS_BUILDER, loaded, target=recipe.model.target)
         assert (explained["builder"], explained["divergence"]) == ("transformers", expected)
         if expected:

@@ -9,31 +9,34 @@ import pytest
 
 from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
-from mmfreeze.snapshots.frozen_cache import FrozenSetCache, FrozenSetRecord, frozen_set_key
+from mmfreeze.snapshots.compute import snapshot_of
+from mmfreeze.snapshots.format import Snapshot, render_snapshot
+from mmfreeze.snapshots.frozen_cache import FrozenSetCache, frozen_set_key
 from tests.models.test_cache import STRUCTURE
 
 DOCUMENT = {"freeze_config": {"language": {"decoder": True}}, "optim": {"lr": 1e-5}}
 
 
-def record(document: dict | None = None) -> FrozenSetRecord:
+def record(document: dict | None = None, **header: str) -> Snapshot:
+    """The snapshot of one computation on the toy structure, as the cache stores it."""
     document = {"freeze_config": {"freeze_language_model": True}} if document is None else document
     result = compute_frozen_set(replace(STRUCTURE, linear_modules=frozenset({"a", "b"})), document,
                                 source="r.yaml", override_specs=())
-    return FrozenSetRecord.of(result, recipe="r.yaml")
+    return snapshot_of(result, **{"recipe": "r.yaml", "model_id": "org/toy", "config": "local", **header})
 
 
 LORA = {"peft": {"target_modules": ["a"]}}
 
 
-def test_record_carries_the_snapshot_counts_and_stored_names() -> None:
-    snapshot = record().snapshot(recipe="cfg/r.yaml", model_id="org/toy", config="registry (published)")
+def test_a_computations_snapshot_carries_its_counts_and_stored_names() -> None:
+    snapshot = record(recipe="cfg/r.yaml", config="registry (published)")
     assert snapshot.frozen == {"a.weight"} and snapshot.lines == ("a.weight",)
     assert (snapshot.header.frozen_tensors, snapshot.header.frozen_parameters, snapshot.header.trainable_tensors) == (1, 6, 0)
     assert (snapshot.header.recipe, snapshot.header.model_id, snapshot.header.architecture) == ("cfg/r.yaml", "org/toy", "Toy")
 
 
-def test_record_of_a_lora_recipe_carries_its_adapter_names_and_one_without_lora_none() -> None:
-    snapshot = record(LORA).snapshot(recipe="cfg/r.yaml", model_id="org/toy", config="local")
+def test_the_snapshot_of_a_lora_recipe_carries_its_adapter_names_and_one_without_lora_none() -> None:
+    snapshot = record(LORA, recipe="cfg/r.yaml")
     assert snapshot.adapter_lines == ("a.lora_A.weight", "a.lora_B.weight")
     assert snapshot.frozen == {"a.weight"}  # the adapted weight; its adapters train
     assert record().adapter_lines is None
@@ -45,15 +48,16 @@ def test_record_round_trips_through_disk(tmp_path: Path, document: dict | None) 
     assert FrozenSetCache(tmp_path).get("k") == record(document)
 
 
-def test_a_format_4_record_which_lacks_adapter_names_is_a_miss(tmp_path: Path) -> None:
-    stale = {**{k: v for k, v in record(LORA).to_json().items() if k != "adapter_lines"}, "format": 4}
+def test_an_entry_of_an_earlier_format_is_a_miss(tmp_path: Path) -> None:
+    stale = {"snapshot": render_snapshot(record(LORA)), "format": 9}
     FrozenSetCache(tmp_path).put("k", record(LORA))
     next((tmp_path / "frozen_sets").iterdir()).write_bytes(gzip.compress(json.dumps(stale).encode()))
     assert FrozenSetCache(tmp_path).get("k") is None
 
 
-@pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}')],
-                         ids=["garbage", "format-0", "format-1"])
+@pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}'),
+                                    gzip.compress(b'{"format": 10, "snapshot": "# not a snapshot"}')],
+                         ids=["garbage", "format-0", "format-1", "snapshot-unreadable"])
 def test_damaged_or_other_format_entry_is_a_miss(tmp_path: Path, damage: bytes) -> None:
     FrozenSetCache(tmp_path).put("k", record())
     next((tmp_path / "frozen_sets").iterdir()).write_bytes(damage)
@@ -67,6 +71,11 @@ def test_key_changes_with_the_structure_the_code_the_release_and_every_section_t
     assert frozen_set_key("structure", DOCUMENT, "code", "0.6") != base
     for section in TRAINABILITY_SECTIONS:
         assert frozen_set_key("structure", {**DOCUMENT, section: {"changed": 1}}, "code", "0.7") != base, section
+
+
+def test_key_changes_with_the_model_target_which_decides_what_the_header_says_the_framework_builds() -> None:
+    base = frozen_set_key("structure", DOCUMENT, "code", "0.7", None, "nemo_automodel.NeMoAutoModelForImageTextToText")
+    assert frozen_set_key("structure", DOCUMENT, "code", "0.7", None, "transformers.AutoModelForImageTextToText") != base
 
 
 def test_key_ignores_sections_the_engine_does_not_read() -> None:
