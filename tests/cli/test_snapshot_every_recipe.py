@@ -20,6 +20,7 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.disk_cache import ENTRY_KEY
+from mmfreeze.snapshots.frozen_cache import RECORD_FORMAT_VERSION
 from tests.cli.test_snapshot_faults import BUNDLED, bound_by_permissions, run, said, snapshot_of
 
 pytestmark = pytest.mark.slow  # each case runs the real command in a subprocess
@@ -95,7 +96,7 @@ def test_a_cached_failure_of_a_type_no_computation_stores_is_computed_again(repo
     record is a miss, the recipe is computed again and passes, and the record is replaced. Before:
     `annotations` and `MissingModelConfigError` dropped the recipe from the report, with exit 0."""
     for entry in frozen_set_entries(repo):
-        record = {"error_type": error_type, "message": "hand-edited", "key": None, "failed": True, "format": 9}
+        record = {"error_type": error_type, "message": "hand-edited", "key": None, "failed": True, "format": RECORD_FORMAT_VERSION}
         entry.write_bytes(bound(entry, record))
 
     result = check(repo)
@@ -108,7 +109,7 @@ def test_a_cached_failure_of_a_stored_type_is_the_recipes_input_error(repo: Path
     """A failure record of a type the computation does store (ModelBuildError) is what a warm run
     reports again without building: exit 3, the recipe named with the stored message."""
     for entry in frozen_set_entries(repo):
-        record = {"error_type": "ModelBuildError", "message": "stored failure", "key": "model", "failed": True, "format": 9}
+        record = {"error_type": "ModelBuildError", "message": "stored failure", "key": "model", "failed": True, "format": RECORD_FORMAT_VERSION}
         entry.write_bytes(bound(entry, record))
 
     result = check(repo)

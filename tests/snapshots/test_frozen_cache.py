@@ -11,7 +11,7 @@ from mmfreeze.freeze.engine import compute_frozen_set
 from mmfreeze.recipes.recipe import TRAINABILITY_SECTIONS
 from mmfreeze.snapshots.compute import snapshot_of
 from mmfreeze.snapshots.format import Snapshot, render_snapshot
-from mmfreeze.snapshots.frozen_cache import FrozenSetCache, frozen_set_key
+from mmfreeze.snapshots.frozen_cache import RECORD_FORMAT_VERSION, FrozenSetCache, frozen_set_key
 from tests.models.test_cache import STRUCTURE
 
 DOCUMENT = {"freeze_config": {"language": {"decoder": True}}, "optim": {"lr": 1e-5}}
@@ -49,14 +49,14 @@ def test_record_round_trips_through_disk(tmp_path: Path, document: dict | None) 
 
 
 def test_an_entry_of_an_earlier_format_is_a_miss(tmp_path: Path) -> None:
-    stale = {"snapshot": render_snapshot(record(LORA)), "format": 9}
+    stale = {"snapshot": render_snapshot(record(LORA)), "format": RECORD_FORMAT_VERSION - 1}
     FrozenSetCache(tmp_path).put("k", record(LORA))
     next((tmp_path / "frozen_sets").iterdir()).write_bytes(gzip.compress(json.dumps(stale).encode()))
     assert FrozenSetCache(tmp_path).get("k") is None
 
 
 @pytest.mark.parametrize("damage", [b"garbage", gzip.compress(b'{"format": 0}'), gzip.compress(b'{"format": 1}'),
-                                    gzip.compress(b'{"format": 10, "snapshot": "# not a snapshot"}')],
+                                    gzip.compress(json.dumps({"format": RECORD_FORMAT_VERSION, "snapshot": "# not a snapshot"}).encode())],
                          ids=["garbage", "format-0", "format-1", "snapshot-unreadable"])
 def test_damaged_or_other_format_entry_is_a_miss(tmp_path: Path, damage: bytes) -> None:
     FrozenSetCache(tmp_path).put("k", record())
