@@ -113,4 +113,5 @@ def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(re
     assert named != text
     copied.write_text(named, encoding="utf-8")
     with pytest.raises(MmfreezeError, match="no role 'generator'"):
-        compute_snapshot(copied, recipe, options(tmp_path, "auto"))
+        workspace = options(tmp_path, "auto")
+        compute_snapshot(copied, recipe, workspace, FrozenSetCache(workspace.structures.directory))
