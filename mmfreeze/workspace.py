@@ -49,6 +49,7 @@ class Workspace:
     _recipes: dict[Path, Recipe] = field(default_factory=dict, repr=False)
     _frozen_sets: dict[Path, FrozenSetResult] = field(default_factory=dict, repr=False)
     _structures: dict[ModelRequest, ModelStructure | MmfreezeError] = field(default_factory=dict, repr=False)
+    _configs: dict[ModelRequest, ModelConfigSource] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(
@@ -107,8 +108,11 @@ class Workspace:
         return found
 
     def config(self, request: ModelRequest) -> ModelConfigSource:
-        """Where the requested model's config.json is, and its content."""
-        return find_config(request, allow_network=self.allow_network)
+        """Where the requested model's config.json is, and its content: found once per command (a
+        snapshot's header, its builder fields and a change's cost all read it)."""
+        if request not in self._configs:
+            self._configs[request] = find_config(request, allow_network=self.allow_network)
+        return self._configs[request]
 
     def frozen_set(self, recipe: Recipe) -> FrozenSetResult:
         """What ``recipe`` trains on the model this run builds (probed), computed once per command."""

@@ -15,16 +15,9 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.exceptions import ConfigSourceError
 from mmfreeze.models.config_sources import find_model_config
 from mmfreeze.settings import LocalModels
+from tests.cli.test_configs import RECIPE
 from tests.cli.test_explain import TINY_LLAVA
 from tests.conftest import MMFREEZE
-
-RECIPE = """\
-model:
-  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained
-  pretrained_model_name_or_path: {}
-freeze_config:
-  vision: {{tower: true}}
-"""
 
 
 def model_folder(folder: Path) -> Path:
