@@ -10,6 +10,7 @@ which the snapshot, its diff and cost, and `explain` all read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +33,7 @@ from mmfreeze.settings import Settings
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.models.renames import Renames
     from mmfreeze.models.structure import ModelStructure
 
 
@@ -46,20 +48,26 @@ class Workspace:
     documents: YamlDocuments = field(default_factory=YamlDocuments)
     """The run's parsed YAML, shared with discovery: each file is parsed once."""
     allow_network: bool = False
+    records: Callable[[Path, str], Renames | None] = lambda recipe, made_for: None
+    """The checkpoint renames the snapshot of the recipe at a path records, when that snapshot was
+    made where ``made_for`` (a ``compiled_for`` value) names: the snapshot store's
+    (:func:`mmfreeze.snapshots.store.recorded_renames`); none without one."""
     _recipes: dict[Path, Recipe] = field(default_factory=dict, repr=False)
     _frozen_sets: dict[Path, FrozenSetResult] = field(default_factory=dict, repr=False)
     _structures: dict[ModelRequest, ModelStructure | MmfreezeError] = field(default_factory=dict, repr=False)
     _configs: dict[ModelRequest, ModelConfigSource] = field(default_factory=dict, repr=False)
+    _recorded: dict[Path, Renames | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(
-        cls, settings: Settings, *, cache_dir: Path | None, allow_network: bool = False, roundtrip: bool = False,
+        cls, settings: Settings, *, cache_dir: Path | None, records: Callable[[Path, str], Renames | None],
+        allow_network: bool = False, roundtrip: bool = False,
     ) -> Workspace:
         """The workspace of a command on ``settings``; ``roundtrip``: YAML is parsed with comments and
         positions (a rewriting command)."""
         return cls(settings=settings, builder=choose_builder(settings.builder, settings.builder_fallback),
                    structures=StructureCache(cache_dir), documents=YamlDocuments(settings.root, roundtrip=roundtrip),
-                   allow_network=allow_network)
+                   allow_network=allow_network, records=records)
 
     @cached_property
     def allowed_targets(self) -> dict[str, str]:
@@ -120,5 +128,14 @@ class Workspace:
             structure = self.structure(self.request(recipe))
             label = built_label(self.builder.label, build_note=structure.build_note, built_by=structure.built_by)
             self._frozen_sets[recipe.path] = recipe_frozen_set(
-                recipe, structure, target=compile_target(recipe.framework, label))
+                recipe, structure, target=compile_target(recipe.framework, label), recorded=self.recorded(recipe))
         return self._frozen_sets[recipe.path]
+
+    def recorded(self, recipe: Recipe) -> Renames | None:
+        """For a recipe with compiled sections: the checkpoint renames of the tree they were compiled
+        on, as the snapshot made there records them (what compares them where that tree is not
+        built), read once per command; ``None`` otherwise."""
+        if recipe.path not in self._recorded:
+            compiled = recipe.compiled
+            self._recorded[recipe.path] = None if compiled is None else self.records(recipe.path, compiled.compiled_for)
+        return self._recorded[recipe.path]

@@ -14,6 +14,7 @@ from mmfreeze.disk_cache import cache_directory
 from mmfreeze.exceptions import RecipeError, SettingsError
 from mmfreeze.recipes.targets import parse_target_assignment
 from mmfreeze.settings import BUILDER_SETTINGS, FALLBACK_SETTINGS, Settings, find_settings
+from mmfreeze.snapshots.store import recorded_renames
 from mmfreeze.workspace import Workspace
 
 
@@ -55,8 +56,8 @@ def command_workspace(
     """The command's run context (:class:`~mmfreeze.workspace.Workspace`), assembled once; asking for a
     framework builder that is not installed is a usage error."""
     try:
-        return Workspace.of(settings, cache_dir=cache_directory(cache_dir, no_cache), allow_network=allow_network,
-                            roundtrip=roundtrip)
+        return Workspace.of(settings, cache_dir=cache_directory(cache_dir, no_cache), records=recorded_renames(settings),
+                            allow_network=allow_network, roundtrip=roundtrip)
     except SettingsError as error:
         report_error(error)
         raise SystemExit(ExitCode.USAGE) from None

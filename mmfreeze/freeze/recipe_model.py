@@ -9,7 +9,7 @@ resolver. Every caller that loads a recipe's model, or computes what it trains, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,11 +26,14 @@ if TYPE_CHECKING:
     from mmfreeze.freeze.optimizer import OptimizerSection
     from mmfreeze.freeze.param_groups import ParamGroups
     from mmfreeze.freeze.targets import FreezeTargets
+    from mmfreeze.models.renames import Renames
     from mmfreeze.models.structure import ModelStructure
     from mmfreeze.recipes.layout import CompiledSections
 
 
-def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None) -> FrozenSetResult:
+def recipe_frozen_set(
+    recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None, recorded: Renames | None = None,
+) -> FrozenSetResult:
     """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
     `multimodal` overrides through the engine (the snapshot's set). Its optimizer's
     `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
@@ -39,16 +42,20 @@ def recipe_frozen_set(recipe: Recipe, structure: ModelStructure, *, target: Comp
     transformers and builder): :func:`mmfreeze.freeze.compiler.check.check_compiled`; and, in every
     environment, the compiled sections applied as the framework applies them must train what the
     source does on ``structure`` (:func:`mmfreeze.freeze.compiler.check.check_compiled_trains`), so the
-    returned set is also the compiled section's."""
+    returned set is also the compiled section's. ``recorded``: the checkpoint renames of the builder
+    ``compiled_for`` names, as its snapshot recorded them, for sections compiled on a tree this
+    environment does not build (:func:`_compiled_frozen_set`)."""
     result, grouping = _frozen_set(recipe, structure)
     if recipe.compiled is not None and target is not None:
         from mmfreeze.freeze.compiler.check import check_compiled, check_compiled_trains
 
-        trained = _compiled_frozen_set(recipe, structure)
+        elsewhere = recipe.compiled.compiled_for != target.describe()
+        trained = _compiled_frozen_set(recipe, structure, recorded if elsewhere else None)
         if trained is not None:  # in every environment: what the stock framework trains
             check_compiled_trains(trained, result, target=target, source=recipe.display_path)
         expected = _compiled(recipe, structure, result, grouping, target)
-        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
+        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path,
+                       trains_checked=trained is not None)
     return result
 
 
@@ -71,38 +78,57 @@ def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
         source, _ = _frozen_set(recipe, structure)
     except MmfreezeError:
         return False
-    compiled = _compiled_frozen_set(recipe, structure)
+    compiled = _compiled_frozen_set(recipe, structure, None)
     return compiled is not None and (compiled.frozen, compiled.rates) == (source.frozen, source.rates)
 
 
-def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure) -> FrozenSetResult | None:
+def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure, recorded: Renames | None) -> FrozenSetResult | None:
     """What ``recipe``'s compiled sections train on ``structure``, read and applied as the framework
-    reads the file. Compiled on another transformers release's tree (5.18's ``thinker.visual`` is
-    5.24's ``thinker.model.visual``), its selectors and LoRA patterns are first moved through this
-    release's conversion mapping, as `migrate` moves them (:mod:`mmfreeze.freeze.release_renames`).
-    ``None`` where a selector names a module no rename reaches (another class: the framework's own,
-    which only the environment ``compiled_for`` names can build, checks it)."""
+    reads the file, in ``structure``'s names. A selector may name another tree than this one:
+
+    - another transformers release's (5.18's ``thinker.visual`` is 5.24's ``thinker.model.visual``):
+      the selectors and LoRA patterns are first moved through this release's conversion mapping,
+      as `migrate` moves them (:mod:`mmfreeze.freeze.release_renames`);
+    - the framework's own class (``visual`` of its Qwen2.5-Omni thinker), which this environment
+      does not build: the sections are applied on this class under that builder's names, through
+      the checkpoint (``recorded``: its renames as its snapshot recorded them), and the set is
+      named back.
+
+    ``None`` where neither reaches (no record of the other builder's names)."""
     from mmfreeze.exceptions import MmfreezeError
     from mmfreeze.freeze.engine import trained_structure
     from mmfreeze.freeze.release_renames import apply_moves, moved_patterns, moved_selectors
 
     document = recipe.framework_document
+    as_read = replace(recipe, document=document, compiled=None)
     try:
-        compiled, _ = _frozen_set(replace(recipe, document=document, compiled=None), structure)
-        return compiled
+        return _frozen_set(as_read, structure)[0]
     except MmfreezeError:
         pass
     try:
         patterns = moved_patterns(document.get("peft"), structure, recipe.framework)
         adapted = apply_moves(document, patterns)
         trained = trained_structure(structure, adapted, source=recipe.display_path, rules=recipe.framework)
-        moves = (*patterns, *moved_selectors(adapted.get("freeze_config"), trained))
-        if not moves:
-            return None
-        compiled, _ = _frozen_set(replace(recipe, document=apply_moves(document, moves), compiled=None), structure)
+        if moves := (*patterns, *moved_selectors(adapted.get("freeze_config"), trained)):
+            return _frozen_set(replace(as_read, document=apply_moves(document, moves)), structure)[0]
     except MmfreezeError:
+        pass
+    if recorded is None:
         return None
-    return compiled
+    on_other_tree, _ = _frozen_set(as_read, structure.in_names_of(recorded))
+    return _named(on_other_tree, lambda name: structure.checkpoint_renames.to_model(recorded.to_checkpoint(name)))
+
+
+def _named(result: FrozenSetResult, name: Callable[[str], str]) -> FrozenSetResult:
+    """``result`` with ``name`` applied to every parameter it names."""
+    from mmfreeze.freeze.plan import FreezePlan
+
+    return replace(
+        result, structure=result.structure.renamed(name),
+        plan=FreezePlan({name(parameter): rules for parameter, rules in result.plan.rules_by_parameter.items()}),
+        adapters=None if result.adapters is None else frozenset(map(name, result.adapters)),
+        rates={rate: frozenset(map(name, names)) for rate, names in result.rates.items()},
+    )
 
 
 def _frozen_set(

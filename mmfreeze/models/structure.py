@@ -17,7 +17,7 @@ invariant freezes read (:class:`ConfigFacts`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from math import prod
@@ -189,7 +189,21 @@ class ModelStructure:
         """This model with every module and parameter under its checkpoint name
         (:attr:`checkpoint_renames` reversed): the module tree another release builds where it
         does not rename, on which a selector written for that release means what it meant."""
-        name = self.checkpoint_renames.to_checkpoint
+        return self.renamed(self.checkpoint_renames.to_checkpoint)
+
+    def in_names_of(self, builder: Renames) -> ModelStructure:
+        """This model's parameters as another builder names them: checkpoint names, then
+        ``builder``'s renames (that builder's checkpoint -> its own names, as its snapshot recorded
+        them). Every parent of a renamed parameter is a module, so a path selector written on that
+        builder's tree selects what it selected there (a parent the renamed modules lack is added
+        with no class name, ``""``)."""
+        renamed = self.renamed(lambda name: builder.to_model(self.checkpoint_renames.to_checkpoint(name)))
+        parents = {".".join(parts[:end]) for info in renamed.parameters for name in info.names
+                   if (parts := name.split(".")) for end in range(len(parts))}
+        return replace(renamed, modules={**dict.fromkeys(sorted(parents), ""), **renamed.modules})
+
+    def renamed(self, name: Callable[[str], str]) -> ModelStructure:
+        """This model with ``name`` applied to every module path and parameter name (no renames left)."""
         return replace(
             self,
             modules={name(path): kind for path, kind in self.modules.items()},

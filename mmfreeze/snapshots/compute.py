@@ -45,8 +45,9 @@ def recipe_frozen_set_key(recipe: Recipe, workspace: Workspace, structure_key: s
     its model's, when the caller has it)."""
     if structure_key is None:
         structure_key = structure_source(workspace.request(recipe), allow_network=workspace.allow_network).key
+    recorded = workspace.recorded(recipe)
     return frozen_set_key(structure_key, recipe.document, code_fingerprint(), recipe.framework.release,
-                          recipe.compiled, recipe.model.target)
+                          recipe.compiled, recipe.model.target, None if recorded is None else recorded.to_json())
 
 
 def snapshot_of(

@@ -111,17 +111,18 @@ CachedComputation = Snapshot | FailedComputation
 
 def frozen_set_key(
     structure_key: str, document: Mapping[str, Any], code_fingerprint: str, release: str, compiled: Any = None,
-    target: str = "",
+    target: str = "", recorded: Any = None,
 ) -> str:
     """Everything a recipe's frozen set depends on: its model structure, the sections the engine
     reads, the code that reads them, and the framework release whose rules apply; and its
     optimizer's grouping, whose silent cases fail the computation; and what says which data mixes
     its batches carry (reachability is reported per mix); and the sections compiled from the
-    source, which the computation holds to it; and the model's ``_target_``, which decides whether
-    the header says the framework builds another class."""
+    source, which the computation holds to it, with the renames recorded for the tree they were
+    compiled on (``recorded``); and the model's ``_target_``, which decides whether the header says
+    the framework builds another class."""
     sections = {name: document.get(name) for name in TRAINABILITY_SECTIONS}
     material = json.dumps([structure_key, code_fingerprint, sections, grouping_material(document),
-                           mix_material(document), release, compiled, target], sort_keys=True, default=str)
+                           mix_material(document), release, compiled, target, recorded], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 

@@ -40,6 +40,7 @@ from mmfreeze.snapshots.check import (
     prefetch_models,
 )
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR
+from mmfreeze.snapshots.store import recorded_renames
 from mmfreeze.snapshots.render import render_text
 from mmfreeze.workspace import Workspace
 
@@ -100,7 +101,7 @@ def _run_of(config: pytest.Config) -> SnapshotRun:
         if option.mmfreeze_exclude is not None:
             settings = replace(settings, exclude=tuple(option.mmfreeze_exclude))
         workspace = Workspace.of(settings, cache_dir=cache_directory(option.mmfreeze_cache_dir, option.mmfreeze_no_cache),
-                                 allow_network=option.mmfreeze_allow_network)
+                                 records=recorded_renames(settings), allow_network=option.mmfreeze_allow_network)
         return SnapshotRun.of(workspace, recipe_roots=tuple((root / path).absolute() for path in recipe_roots),
                               only_recipes=False, workers=option.mmfreeze_workers)
     except MmfreezeError as error:

@@ -11,13 +11,17 @@ missing snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import SnapshotError
+from mmfreeze.freeze.compiler.target import made_for
+from mmfreeze.models.renames import Renames
 from mmfreeze.regular_files import SNAPSHOT_LIMIT, read_regular
-from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX
+from mmfreeze.settings import Settings
+from mmfreeze.snapshots.format import parse_snapshot
+from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, snapshot_path
 
 
 def check_inside(path: Path, folder: Path) -> None:
@@ -48,6 +52,27 @@ def read_stored(path: Path) -> str | None:
         raise SnapshotError(f"cannot read the snapshot: not UTF-8 text ({error.reason})", source=str(path)) from error
     except OSError as error:
         raise SnapshotError(f"cannot read the snapshot: {os_reason(error, str(path))}", source=str(path)) from error
+
+
+def recorded_renames(settings: Settings) -> Callable[[Path, str], Renames | None]:
+    """What a run reads of the committed snapshots (:attr:`mmfreeze.workspace.Workspace.records`):
+    the checkpoint renames in a recipe's snapshot, when it was made where ``compiled_for`` names
+    (release, transformers and builder). They are the only record, outside the environment that
+    builds it, of how the framework's own class names the checkpoint's tensors. A snapshot that is
+    missing, unreadable or made elsewhere records nothing (the check reports it on its own)."""
+
+    def records(recipe: Path, compiled_for: str) -> Renames | None:
+        try:
+            text = read_stored(snapshot_path(recipe, settings.root, settings.snapshots))
+            snapshot = None if text is None else parse_snapshot(text)
+        except SnapshotError:
+            return None
+        if snapshot is None:
+            return None
+        header = snapshot.header
+        return snapshot.renames if made_for(header.framework, header.transformers, header.builder) == compiled_for else None
+
+    return records
 
 
 def write_stored(path: Path, text: str) -> None:

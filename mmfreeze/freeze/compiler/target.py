@@ -18,7 +18,13 @@ class CompileTarget:
     """The builder's label (``nemo-automodel 0.7.0``: the framework's own classes; ``transformers``)."""
 
     def describe(self) -> str:
-        return f"nemo-automodel {self.release}, transformers {self.transformers}, builder {self.builder}"
+        return made_for(f"nemo-automodel {self.release}", self.transformers, self.builder)
+
+
+def made_for(framework: str, transformers: str, builder: str) -> str:
+    """Where a section was compiled, or a snapshot made, as ``compiled_for`` says it
+    (``nemo-automodel 0.7, transformers 5.18.0, builder nemo-automodel 0.7.0``)."""
+    return f"{framework}, transformers {transformers}, builder {builder}"
 
 
 def release_of(compiled_for: str) -> str:
