@@ -25,7 +25,7 @@ from mmfreeze.freeze.targets import FreezeTargets
 from mmfreeze.migrate import rates as rate_rules
 from mmfreeze.migrate.rates import RatePlan, RateRewrite, plan_rate_rewrites, rewritten_entries
 from mmfreeze.migrate.rules import MF005
-from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.context import SectionPlan, YamlContext
 from mmfreeze.models.structure import structure_of
 from mmfreeze.resolver.bind import resolve_model_inventory
 from tests.conftest import EXAMPLE_CONFIGS
@@ -117,7 +117,7 @@ optimizer:
 def test_the_rewrite_replaces_each_pattern_in_place_in_flow_and_block_entries() -> None:
     plan = RatePlan(rewrites=(RateRewrite(index=0, pattern="", selector={"role": "vision.projector"}),
                               RateRewrite(index=1, pattern="", selector={"layers": "vision.tower", "last": 4})))
-    assert rewrite(RECIPE, YamlContext(source="r.yaml", rates=plan), MF005) == RECIPE.replace(
+    assert rewrite(RECIPE, YamlContext(source="r.yaml", plan=SectionPlan(rates=plan)), MF005) == RECIPE.replace(
         "{pattern: '^model\\.visual\\.merger\\.', lr_mult: 10.0}", "{role: vision.projector, lr_mult: 10.0}").replace(
         '- pattern: "visual"   # the ViT', "- layers: vision.tower\n      last: 4   # the ViT")
 

@@ -9,9 +9,9 @@ import pytest
 from dataclasses import replace
 
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate.rules import MF001, MF002, MF003, Rule
+from mmfreeze.migrate.rules import MF001, MF002, MF003, RULES, Rule
 from mmfreeze.migrate.section import SectionMigration
-from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.context import SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.registry import YAML_RULES, apply_yaml_rules
 from mmfreeze.migrate.yaml.text import load_roundtrip
 
@@ -20,12 +20,12 @@ SECTION = SectionMigration(section={"vision": {"tower": True, "projector": False
 
 def rewrite(text: str, context: YamlContext, *rules: Rule) -> str:
     """``text`` with ``rules`` alone run on its one parse, as a migration runs them."""
-    others = {rule.id for rule, _ in YAML_RULES} - {rule.id for rule in rules}
-    return apply_yaml_rules(text, replace(context, document=load_roundtrip(text, source=context.source)), others)[0]
+    chosen = [yaml_rule for yaml_rule in YAML_RULES if yaml_rule.rule in rules]
+    return apply_yaml_rules(text, replace(context, document=load_roundtrip(text, source=context.source)), chosen)[0]
 
 
 def _mf001(text: str, migration: SectionMigration = SECTION) -> str:
-    return rewrite(text, YamlContext(source="r.yaml", migration=migration), MF001)
+    return rewrite(text, YamlContext(source="r.yaml", plan=SectionPlan(migration=migration)), MF001)
 
 
 def test_mf001_comments_follow_their_key_and_removed_keys_comments_open_the_section_below_why():
@@ -129,7 +129,12 @@ def test_mf001_comments_on_selector_items_follow_their_list_or_open_the_section_
         "  # {glob: \"model.visual.*\"}: the whole ViT\n  modules:\n    - model.language_model.embed_tokens\n")
 
 
-@pytest.mark.parametrize("rule", [rule for rule, _ in YAML_RULES], ids=lambda rule: rule.id)
-def test_every_yaml_rule_documents_its_before_and_after(rule):
-    module = next(importlib.import_module(plan.__module__) for r, plan in YAML_RULES if r == rule)
-    assert module.RULE == rule and rule.id in module.__doc__ and "Before::" in module.__doc__ and "After" in module.__doc__
+@pytest.mark.parametrize("yaml_rule", YAML_RULES, ids=lambda yaml_rule: yaml_rule.rule.id)
+def test_every_yaml_rule_documents_its_before_and_after(yaml_rule):
+    rule, module = yaml_rule.rule, importlib.import_module(type(yaml_rule).__module__)
+    assert rule.id in module.__doc__ and rule.name in module.__doc__
+    assert "Before::" in module.__doc__ and "After" in module.__doc__
+
+
+def test_the_yaml_rules_run_in_the_one_stated_order():
+    assert [yaml_rule.rule for yaml_rule in YAML_RULES] == [rule for rule in RULES if not rule.id.startswith("MF1")]

@@ -22,14 +22,11 @@ gets the key appended; an existing `frame_sharding` next to the legacy key is re
 
 from __future__ import annotations
 
-from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING, NESTED_PATHS
+from mmfreeze.distributed.legacy_keys import LEGACY_FRAME_SHARDING
 from mmfreeze.migrate.rules import MF003
-from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.edits import LineEdits
-from mmfreeze.migrate.yaml.nesting import move_key
-
-RULE = MF003
+from mmfreeze.migrate.yaml.nesting import LegacyKeyMove
 
 
-def plan(context: YamlContext, edits: LineEdits) -> None:
-    move_key(context, edits, "distributed", LEGACY_FRAME_SHARDING, NESTED_PATHS[LEGACY_FRAME_SHARDING])
+class CpVisionFrameSharding(LegacyKeyMove):
+    rule = MF003
+    legacy = LEGACY_FRAME_SHARDING

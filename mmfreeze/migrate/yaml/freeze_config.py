@@ -40,19 +40,24 @@ dropped, a flag written with the other value) says why in a comment above the ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from mmfreeze.exceptions import MigrationError
+from mmfreeze.exceptions import MigrationError, NoNewVocabularyEquivalent
+from mmfreeze.migrate.intent import intent_section
+from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.rules import MF001
-from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, entry_key
-from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, check_migratable, entry_key
+from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.rule import YamlRule
+from mmfreeze.recipes.layout import is_compiled_layout
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, is_blank_or_comment, key_position, key_span, line_ending, line_key,
     split_comment, trailing_comment,
 )
 
-RULE = MF001
 SECTION = "freeze_config"
 
 
@@ -65,20 +70,44 @@ class BlockComments:
     trailing: dict[str, str] = field(default_factory=dict)
 
 
-def plan(context: YamlContext, edits: LineEdits) -> None:
-    """The legacy `freeze_config` block replaced by ``context.migration``'s section."""
-    if context.migration is None:
-        return
-    lines = list(edits.original)
-    line, column = key_position(context.document, SECTION)
-    start, end = key_span(lines, line, column)
-    block = edits.current(start, end)
-    _refuse_unsafe(block, source=f"{context.source}:{line + 1}")
-    rendered = render_block(context.migration, read_comments(block, source=context.source),
-                            indent=detect_indent(lines), eol=line_ending(lines))
-    if not block[-1].endswith("\n"):
-        rendered[-1] = rendered[-1].rstrip("\r\n")
-    edits.replace(start, end, rendered)
+class FreezeConfigVocabulary(YamlRule):
+    rule = MF001
+
+    def applies(self, planning: Planning, data: Mapping[str, Any]) -> bool:
+        """A legacy or 0.7-selector `freeze_config`, outside a compiled layout."""
+        return not is_compiled_layout(data) and \
+            check_migratable(data.get(SECTION), source=planning.where) in ("legacy", "selectors")
+
+    def plan(self, planning: Planning, data: Mapping[str, Any], plan: SectionPlan) -> SectionPlan:
+        """The new section (``--mode``), planned on the model as the section finds it (after MF004)."""
+        planner = preserve_section if planning.mode == "preserve" else intent_section
+        trained = planning.trained(plan.patterns)
+        try:
+            migration = planner(trained.structure, data.get(SECTION), trained.inventory, source=planning.where,
+                                rules=planning.workspace.framework)
+        except NoNewVocabularyEquivalent as error:  # a valid section the new vocabulary cannot say: not a failure
+            return replace(plan, kept=str(error))
+        return replace(plan, migration=migration, targets=trained)
+
+    def expect(self, data: dict[str, Any], plan: SectionPlan) -> None:
+        if plan.migration is not None:
+            data[SECTION] = plan.migration.section
+
+    def edit(self, context: YamlContext, edits: LineEdits) -> None:
+        """The legacy `freeze_config` block replaced by the planned section."""
+        migration = context.plan.migration
+        if migration is None:
+            return
+        lines = list(edits.original)
+        line, column = key_position(context.document, SECTION)
+        start, end = key_span(lines, line, column)
+        block = edits.current(start, end)
+        _refuse_unsafe(block, source=f"{context.source}:{line + 1}")
+        rendered = render_block(migration, read_comments(block, source=context.source),
+                                indent=detect_indent(lines), eol=line_ending(lines))
+        if not block[-1].endswith("\n"):
+            rendered[-1] = rendered[-1].rstrip("\r\n")
+        edits.replace(start, end, rendered)
 
 
 def _refuse_unsafe(block: list[str], *, source: str) -> None:

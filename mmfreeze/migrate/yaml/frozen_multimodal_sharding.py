@@ -16,14 +16,11 @@ An already nested `distributed.multimodal.frozen_sharding` is left alone; both a
 
 from __future__ import annotations
 
-from mmfreeze.distributed.legacy_keys import LEGACY_FROZEN_SHARDING, NESTED_PATHS
+from mmfreeze.distributed.legacy_keys import LEGACY_FROZEN_SHARDING
 from mmfreeze.migrate.rules import MF002
-from mmfreeze.migrate.yaml.context import YamlContext
-from mmfreeze.migrate.yaml.edits import LineEdits
-from mmfreeze.migrate.yaml.nesting import move_key
-
-RULE = MF002
+from mmfreeze.migrate.yaml.nesting import LegacyKeyMove
 
 
-def plan(context: YamlContext, edits: LineEdits) -> None:
-    move_key(context, edits, "distributed", LEGACY_FROZEN_SHARDING, NESTED_PATHS[LEGACY_FROZEN_SHARDING])
+class FrozenMultimodalSharding(LegacyKeyMove):
+    rule = MF002
+    legacy = LEGACY_FROZEN_SHARDING

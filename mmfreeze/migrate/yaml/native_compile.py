@@ -36,19 +36,29 @@ and MF005 wrote, and moves the blocks as they left them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from mmfreeze.exceptions import NotNativelyExpressible
+from mmfreeze.freeze.compiler.target import compile_target, release_of
+from mmfreeze.freeze.keys import detect_vocabulary
+from mmfreeze.freeze.recipe_model import compiled_hold, compiled_sections
 from mmfreeze.migrate.rules import MF006
-from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.rule import YamlRule
+from mmfreeze.models.framework import built_label
+from mmfreeze.recipes.optimizer import OVERRIDES
+from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, key_position, key_span, line_ending, line_key, split_lines,
 )
-from mmfreeze.recipes.layout import COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections
+from mmfreeze.recipes.layout import (
+    COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections, is_compiled_layout,
+)
 from mmfreeze.recipes.roundtrip import YamlFile
 
-RULE = MF006
 SOURCE_NOTE = "# the reviewed source: `mmfreeze migrate` compiles it into freeze_config (and the rates) below"
 COMPILED_NOTE = "# compiled from mmfreeze.freeze_config by `mmfreeze migrate`: edit the source, then run it again"
 PEFT_SOURCE_NOTE = "# peft: every base weight is frozen before freeze_config runs, so false leaves it frozen (by PEFT)"
@@ -59,48 +69,99 @@ EMPTY_NOTES = {
 """Whether the recipe has `peft:` -> the comment an empty compiled section carries."""
 
 
-def plan(context: YamlContext, edits: LineEdits) -> None:
-    """The source under `mmfreeze:` and the compiled sections in the framework's places, placed by
-    the original text's positions; the blocks earlier rules rewrote are read as they left them."""
-    compiled = context.compiled
-    if compiled is None:
-        return
-    lines, document = list(edits.original), context.document
-    pad, eol = " " * detect_indent(lines), line_ending(lines)
-    settings = document.get(SECTION)
-    has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
-    peft = _has_peft(document)
-    moved: list[str] = []
-    if compiled.param_group_overrides is not None:
-        line, column = document["optimizer"].lc.key(SOURCE_RATES)
-        start, end = key_span(lines, line, column)
-        if not has_source:
-            moved = [_reindented(line_text, column, pad) for line_text in edits.current(start, end)]
-        edits.replace(start, end, [f"{pad}{SOURCE_RATES}:{eol}",
-                                   *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)])
-    start, end = key_span(lines, key_position(document, "freeze_config")[0], 0)
-    block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol, peft=peft)]
-    if has_source:
-        if start > 0 and lines[start - 1].rstrip("\r\n") == COMPILED_NOTE:
-            start -= 1  # compiled before: the note goes with the block it stands on
-        edits.replace(start, end, block)
-        _set_compiled_for(context, edits, compiled.compiled_for, pad, eol)
-        _set_peft_note(context, edits, peft, pad, eol)
-        return
-    current = edits.current(start, end)
-    # MF001 leaves the comments of keys it removed above the block: they stay where they are
-    head = next(index for index, text_line in enumerate(current) if line_key(text_line) == "freeze_config"
-                and indentation(text_line) == 0)
-    kept, section = current[:head], current[head:]
-    source = [f"{pad}{SOURCE_NOTE}{eol}", *([f"{pad}{PEFT_SOURCE_NOTE}{eol}"] if peft else []),
-              *(pad + text_line if text_line.strip() else text_line for text_line in section)]
-    source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
-    additions = [*source, *moved, f"{pad}{COMPILED_FOR}: {compiled.compiled_for}{eol}"]
-    if settings is None:
-        edits.replace(start, end, [*kept, f"{SECTION}:{eol}", *additions, *block])
-        return
-    edits.replace(start, end, [*kept, *block])
-    edits.insert(key_span(lines, key_position(document, SECTION)[0], 0)[1], additions)
+class NativeCompile(YamlRule):
+    rule = MF006
+
+    def applies(self, planning: Planning, data: Mapping[str, Any]) -> bool:
+        """A source in the new vocabulary (as the rules before leave it, or under `mmfreeze:`), or a
+        0.7-selector section the new vocabulary cannot say (MF001 kept it) beside rate selectors, which
+        0.7 cannot read: it is its own source, compiled for the rates alone."""
+        section = data[SECTION][SOURCE_FREEZE] if is_compiled_layout(data) else data.get("freeze_config")
+        vocabulary = detect_vocabulary(section, source=planning.where)
+        return vocabulary == "new" or (vocabulary == "selectors" and _selector_rates(data))
+
+    def plan(self, planning: Planning, data: Mapping[str, Any], plan: SectionPlan) -> SectionPlan:
+        """The source compiled for the repository's release on the model its builder builds, proven
+        there; nothing when the file already holds exactly that."""
+        workspace = planning.workspace
+        recipe = workspace.recipe(planning.path)
+        held = recipe.compiled
+        recipe = replace(recipe, document={**recipe.document, **{
+            key: data[key] for key in ("freeze_config", OPTIMIZER) if key in data and held is None}})
+        built = workspace.structure(workspace.request(recipe, probed=False))
+        # the builder that really built it: a fallback to the transformers class is stamped as such
+        target = compile_target(workspace.framework, built_label(workspace.builder.label, build_note=built.build_note,
+                                                              built_by=built.built_by))
+        try:
+            compiled = compiled_sections(recipe, built, target=target)
+        except NotNativelyExpressible as error:
+            return replace(plan, not_compiled=f"{planning.where}: not compiled, it runs through mmfreeze's "
+                                              f"integration: {error.message}")
+        same_release = held is not None and release_of(held.compiled_for) == release_of(compiled.compiled_for)
+        if held is not None and (held == compiled or (same_release and compiled_hold(recipe, built))):
+            # what it holds (for this release, maybe on the framework's classes) trains the same here;
+            # its notes alone may be out of date, and then it is written again as it is
+            return plan if notes_current(workspace.documents.file(planning.path), held) else replace(plan, compiled=held)
+        return replace(plan, compiled=compiled)
+
+    def expect(self, data: dict[str, Any], plan: SectionPlan) -> None:
+        """The source under `mmfreeze:` (where it is not yet), `compiled_for`, and the compiled sections."""
+        compiled = plan.compiled
+        if compiled is None:
+            return
+        settings = dict(data.get(SECTION) or {})
+        if SOURCE_FREEZE not in settings:
+            settings[SOURCE_FREEZE] = data["freeze_config"]
+            if compiled.param_group_overrides is not None:
+                settings[OVERRIDES] = data[OPTIMIZER][OVERRIDES]
+        settings[COMPILED_FOR] = compiled.compiled_for
+        data[SECTION] = settings
+        data["freeze_config"] = compiled.freeze_config
+        if compiled.param_group_overrides is not None:
+            data[OPTIMIZER] = {**data[OPTIMIZER], OVERRIDES: compiled.param_group_overrides}
+
+    def edit(self, context: YamlContext, edits: LineEdits) -> None:
+        """The source under `mmfreeze:` and the compiled sections in the framework's places, placed by
+        the original text's positions; the blocks earlier rules rewrote are read as they left them."""
+        compiled = context.plan.compiled
+        if compiled is None:
+            return
+        lines, document = list(edits.original), context.document
+        pad, eol = " " * detect_indent(lines), line_ending(lines)
+        settings = document.get(SECTION)
+        has_source = hasattr(settings, "get") and SOURCE_FREEZE in settings
+        peft = _has_peft(document)
+        moved: list[str] = []
+        if compiled.param_group_overrides is not None:
+            line, column = document["optimizer"].lc.key(SOURCE_RATES)
+            start, end = key_span(lines, line, column)
+            if not has_source:
+                moved = [_reindented(line_text, column, pad) for line_text in edits.current(start, end)]
+            edits.replace(start, end, [f"{pad}{SOURCE_RATES}:{eol}",
+                                       *(f"{pad * 2}- {flow(entry)}{eol}" for entry in compiled.param_group_overrides)])
+        start, end = key_span(lines, key_position(document, "freeze_config")[0], 0)
+        block = [f"{COMPILED_NOTE}{eol}", *_compiled_block(compiled.freeze_config, pad, eol, peft=peft)]
+        if has_source:
+            if start > 0 and lines[start - 1].rstrip("\r\n") == COMPILED_NOTE:
+                start -= 1  # compiled before: the note goes with the block it stands on
+            edits.replace(start, end, block)
+            _set_compiled_for(context, edits, compiled.compiled_for, pad, eol)
+            _set_peft_note(context, edits, peft, pad, eol)
+            return
+        current = edits.current(start, end)
+        # MF001 leaves the comments of keys it removed above the block: they stay where they are
+        head = next(index for index, text_line in enumerate(current) if line_key(text_line) == "freeze_config"
+                    and indentation(text_line) == 0)
+        kept, section = current[:head], current[head:]
+        source = [f"{pad}{SOURCE_NOTE}{eol}", *([f"{pad}{PEFT_SOURCE_NOTE}{eol}"] if peft else []),
+                  *(pad + text_line if text_line.strip() else text_line for text_line in section)]
+        source[-1] = source[-1] if source[-1].endswith(("\n", "\r\n")) else source[-1] + eol
+        additions = [*source, *moved, f"{pad}{COMPILED_FOR}: {compiled.compiled_for}{eol}"]
+        if settings is None:
+            edits.replace(start, end, [*kept, f"{SECTION}:{eol}", *additions, *block])
+            return
+        edits.replace(start, end, [*kept, *block])
+        edits.insert(key_span(lines, key_position(document, SECTION)[0], 0)[1], additions)
 
 
 def _compiled_block(section: dict, pad: str, eol: str, *, peft: bool) -> list[str]:
@@ -165,3 +226,9 @@ def _source_line(document: Any) -> int:
 
 def _peft_noted(lines: Sequence[str], line: int) -> bool:
     return line > 0 and lines[line - 1].strip() == PEFT_SOURCE_NOTE
+
+
+def _selector_rates(document: Mapping[str, Any]) -> bool:
+    optimizer = document.get(OPTIMIZER)
+    entries = optimizer.get(OVERRIDES) if isinstance(optimizer, Mapping) else None
+    return isinstance(entries, list) and any(isinstance(entry, Mapping) and "pattern" not in entry for entry in entries)

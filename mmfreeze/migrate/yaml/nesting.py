@@ -1,4 +1,4 @@
-"""Move a legacy key of a block mapping to a nested path, as text (shared by MF002 and MF003).
+"""Move a legacy key of a block mapping to a nested path, as text: MF002 and MF003 (:class:`LegacyKeyMove`).
 
 The key's lines move as they are (value, children, trailing comments), re-indented for their new
 depth; missing parent keys are created at the legacy key's place, or the moved lines are appended
@@ -9,14 +9,38 @@ counts as existing: :attr:`LineEdits.created` says where its block ends.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from ruamel.yaml.comments import CommentedMap
 
+from mmfreeze.distributed.legacy_keys import NESTED_PATHS
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.migrate.yaml.context import YamlContext
+from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
+from mmfreeze.migrate.yaml.rule import YamlRule
 from mmfreeze.migrate.yaml.text import detect_indent, key_position, key_span, line_ending
+
+PARENT = "distributed"
+
+
+class LegacyKeyMove(YamlRule):
+    """A legacy `distributed` key moved to its nested path (:data:`NESTED_PATHS`), value as written."""
+
+    legacy: ClassVar[str]
+
+    def applies(self, planning: Planning, data: Mapping[str, Any]) -> bool:
+        return isinstance(parent := data.get(PARENT), Mapping) and self.legacy in parent
+
+    def expect(self, data: dict[str, Any], plan: SectionPlan) -> None:
+        path, node = NESTED_PATHS[self.legacy], data[PARENT]
+        value = node.pop(self.legacy)
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    def edit(self, context: YamlContext, edits: LineEdits) -> None:
+        move_key(context, edits, PARENT, self.legacy, NESTED_PATHS[self.legacy])
 
 
 def move_key(context: YamlContext, edits: LineEdits, parent_key: str, legacy_key: str, new_path: Sequence[str]) -> None:
