@@ -54,8 +54,7 @@ def recipe_frozen_set(
         if trained is not None:  # in every environment: what the stock framework trains
             check_compiled_trains(trained, result, target=target, source=recipe.display_path)
         expected = _compiled(recipe, structure, result, grouping, target)
-        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path,
-                       trains_checked=trained is not None)
+        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
     return result
 
 
@@ -94,7 +93,9 @@ def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure, recorded: Re
       the checkpoint (``recorded``: its renames as its snapshot recorded them), and the set is
       named back.
 
-    ``None`` where neither reaches (no record of the other builder's names)."""
+    ``None`` where neither reaches: no snapshot made where ``compiled_for`` points records that
+    builder's names (a repository that commits only another environment's snapshots), and only
+    that environment compares the sections."""
     from mmfreeze.exceptions import MmfreezeError
     from mmfreeze.freeze.engine import trained_structure
     from mmfreeze.freeze.release_renames import apply_moves, moved_patterns, moved_selectors

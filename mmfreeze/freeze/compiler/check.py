@@ -17,7 +17,6 @@ MIGRATE = "mmfreeze migrate"
 
 def check_compiled(
     compiled: CompiledSections, expected: CompiledSections, *, target: CompileTarget, source: str,
-    trains_checked: bool,
 ) -> None:
     """``compiled`` (what the file holds) against ``expected`` (the source compiled here): a
     :class:`CompiledSectionError` that says what moved and the one command that fixes it.
@@ -25,21 +24,15 @@ def check_compiled(
     Compiled for another release: stale. Compiled for this environment (release, transformers and
     builder): it must be exactly what the source compiles to, or one of the two was edited. Compiled
     for the same release on another model tree (the framework's classes, another transformers): the
-    paths are that tree's, so what they train here was compared instead (:func:`check_compiled_trains`,
-    ``trains_checked``); where it could not be, that is an error too, never a skip."""
+    paths are that tree's, so what they train here is compared instead (:func:`check_compiled_trains`),
+    where this environment can name that tree's tensors."""
     if release_of(compiled.compiled_for) != release_of(target.describe()):
         raise CompiledSectionError(
             f"compiled for {compiled.compiled_for or 'an unnamed environment'}, but the repository trains on "
             f"nemo-automodel {target.release}: stale; run `{MIGRATE}` to compile the source for it",
             source=source, key=f"{SECTION}.{COMPILED_FOR}")
     if compiled.compiled_for != expected.compiled_for:
-        if trains_checked:
-            return
-        raise CompiledSectionError(
-            f"compiled for {compiled.compiled_for}: its selectors name modules of that builder's classes, which "
-            f"{target.describe()} does not build, and no snapshot of this recipe made there (its `checkpoint "
-            f"renames` name them) says which tensors they are, so what it trains cannot be compared here; check it "
-            f"where `compiled_for` names, or restore the snapshot made there", source=source, key=f"{SECTION}.{COMPILED_FOR}")
+        return
     for key, held, wanted in (
         ("freeze_config", compiled.freeze_config, expected.freeze_config),
         ("optimizer.param_group_overrides", compiled.param_group_overrides, expected.param_group_overrides),
