@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.boundary.releases import FrameworkRules, framework_rules
-from mmfreeze.freeze.compiler.target import compile_target
+from mmfreeze.freeze.compiler.target import CompileTarget, compile_target
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
@@ -54,7 +54,7 @@ class Workspace:
     (:func:`mmfreeze.snapshots.store.recorded_renames`); none without one."""
     _recipes: dict[Path, Recipe] = field(default_factory=dict, repr=False)
     _frozen_sets: dict[Path, FrozenSetResult] = field(default_factory=dict, repr=False)
-    _structures: dict[ModelRequest, ModelStructure | MmfreezeError] = field(default_factory=dict, repr=False)
+    _loaded: dict[ModelRequest, LoadedStructure | MmfreezeError] = field(default_factory=dict, repr=False)
     _configs: dict[ModelRequest, ModelConfigSource] = field(default_factory=dict, repr=False)
     _recorded: dict[Path, Renames | None] = field(default_factory=dict, repr=False)
 
@@ -100,20 +100,21 @@ class Workspace:
         return probed_request(recipe, self.builder) if probed else model_request(recipe, self.builder)
 
     def loaded(self, request: ModelRequest) -> LoadedStructure:
-        return load_structure(request, self.structures, allow_network=self.allow_network)
-
-    def structure(self, request: ModelRequest) -> ModelStructure:
-        """The requested model, asked for once per command: a recipe's rules plan and compile on the
-        same model, and a build that failed fails again without building."""
-        if request not in self._structures:
+        """The requested model with where its config came from, asked for once per command: a
+        recipe's rules plan and compile on the same model, `explain` reads it and its frozen set,
+        and a build that failed fails again without building."""
+        if request not in self._loaded:
             try:
-                self._structures[request] = self.loaded(request).structure
+                self._loaded[request] = load_structure(request, self.structures, allow_network=self.allow_network)
             except MmfreezeError as error:
-                self._structures[request] = error
-        found = self._structures[request]
+                self._loaded[request] = error
+        found = self._loaded[request]
         if isinstance(found, MmfreezeError):
             raise found
         return found
+
+    def structure(self, request: ModelRequest) -> ModelStructure:
+        return self.loaded(request).structure
 
     def config(self, request: ModelRequest) -> ModelConfigSource:
         """Where the requested model's config.json is, and its content: found once per command (a
@@ -126,10 +127,15 @@ class Workspace:
         """What ``recipe`` trains on the model this run builds (probed), computed once per command."""
         if recipe.path not in self._frozen_sets:
             structure = self.structure(self.request(recipe))
-            label = built_label(self.builder.label, build_note=structure.build_note, built_by=structure.built_by)
             self._frozen_sets[recipe.path] = recipe_frozen_set(
-                recipe, structure, target=compile_target(recipe.framework, label), recorded=self.recorded(recipe))
+                recipe, structure, target=self.compile_target(structure), recorded=self.recorded(recipe))
         return self._frozen_sets[recipe.path]
+
+    def compile_target(self, built: ModelStructure) -> CompileTarget:
+        """What a compiled section is proven on here: the repository's release, and the builder that
+        really built ``built`` (a fallback to the transformers class is stamped as such)."""
+        return compile_target(self.framework, built_label(self.builder.label, build_note=built.build_note,
+                                                          built_by=built.built_by))
 
     def recorded(self, recipe: Recipe) -> Renames | None:
         """For a recipe with compiled sections: the checkpoint renames of the tree they were compiled

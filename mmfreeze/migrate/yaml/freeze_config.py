@@ -52,11 +52,11 @@ from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, check_migrat
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.rule import YamlRule
-from mmfreeze.recipes.layout import is_compiled_layout
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, is_blank_or_comment, key_position, key_span, line_ending, line_key,
     split_comment, trailing_comment,
 )
+from mmfreeze.recipes.layout import is_compiled_layout
 
 SECTION = "freeze_config"
 

@@ -41,22 +41,21 @@ from dataclasses import replace
 from typing import Any
 
 from mmfreeze.exceptions import NotNativelyExpressible
-from mmfreeze.freeze.compiler.target import compile_target, release_of
+from mmfreeze.freeze.compiler.target import release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.recipe_model import compiled_hold, compiled_sections
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.rule import YamlRule
-from mmfreeze.models.framework import built_label
-from mmfreeze.recipes.optimizer import OVERRIDES
-from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.migrate.yaml.text import (
     detect_indent, flow, indentation, key_position, key_span, line_ending, line_key, split_lines,
 )
 from mmfreeze.recipes.layout import (
     COMPILED_FOR, SECTION, SOURCE_FREEZE, SOURCE_RATES, CompiledSections, is_compiled_layout,
 )
+from mmfreeze.recipes.optimizer import OVERRIDES
+from mmfreeze.recipes.optimizer import SECTION as OPTIMIZER
 from mmfreeze.recipes.roundtrip import YamlFile
 
 SOURCE_NOTE = "# the reviewed source: `mmfreeze migrate` compiles it into freeze_config (and the rates) below"
@@ -84,16 +83,12 @@ class NativeCompile(YamlRule):
         """The source compiled for the repository's release on the model its builder builds, proven
         there; nothing when the file already holds exactly that."""
         workspace = planning.workspace
-        recipe = workspace.recipe(planning.path)
-        held = recipe.compiled
-        recipe = replace(recipe, document={**recipe.document, **{
+        held = planning.recipe.compiled
+        recipe = replace(planning.recipe, document={**planning.recipe.document, **{
             key: data[key] for key in ("freeze_config", OPTIMIZER) if key in data and held is None}})
         built = workspace.structure(workspace.request(recipe, probed=False))
-        # the builder that really built it: a fallback to the transformers class is stamped as such
-        target = compile_target(workspace.framework, built_label(workspace.builder.label, build_note=built.build_note,
-                                                              built_by=built.built_by))
         try:
-            compiled = compiled_sections(recipe, built, target=target)
+            compiled = compiled_sections(recipe, built, target=workspace.compile_target(built))
         except NotNativelyExpressible as error:
             return replace(plan, not_compiled=f"{planning.where}: not compiled, it runs through mmfreeze's "
                                               f"integration: {error.message}")
