@@ -6,6 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,10 @@ def top_level_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST_")}
 
 
+@cache
 def recipes_under(folder: Path) -> tuple[Path, ...]:
-    """Every recipe under ``folder``, found as the command line finds them (no exclusions)."""
+    """Every recipe under ``folder``, found as the command line finds them (no exclusions); once per
+    folder in a test process, since several modules parametrize over the same corpus."""
     from mmfreeze.recipes.discovery import RecipeFinder
 
     return RecipeFinder(root=REPO_ROOT).discover([folder]).recipes

@@ -2,8 +2,8 @@
 (torchao's pytree registrations, megatron-fsdp without Transformer Engine) are hidden from every
 mmfreeze command, and `mmfreeze --verbose` shows them. Run in a fresh process, where the framework
 is imported for the first time; the framework environment has those dependencies (where the test
-environment lacks them, nothing is printed to hide, and the test says so and skips; `.ci/framework_env`
-fails on a skipped framework test)."""
+environment lacks them, nothing is printed to hide: the test skips there before it starts a command;
+`.ci/framework_env` fails on a skipped framework test)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from mmfreeze.cli.exit_codes import ExitCode
 from tests.conftest import MMFREEZE, REPO_ROOT
+from tests.nemo.framework_env import requires_framework
 
 pytestmark = pytest.mark.framework
 
@@ -29,6 +30,7 @@ def run(command: list[str], *options: str) -> subprocess.CompletedProcess[str]:
     # a cold check: the build workers import and probe the framework's classes
     ["snapshot", "--check", "--no-cache", "--report", "json", RECIPE],
 ], ids=["explain", "cold snapshot check"])
+@requires_framework
 def test_the_framework_prints_nothing_through_a_command_unless_verbose(command: list[str]) -> None:
     verbose = run(command, "--verbose")
     assert verbose.returncode in (ExitCode.OK, ExitCode.BUILDER_SWITCH), verbose.stderr

@@ -31,8 +31,10 @@ def test_snapshot_update_and_check_never_import_the_memory_model(tmp_path: Path)
         "  pretrained_model_name_or_path: ckpt\n  torch_dtype: torch.bfloat16\n"
         "freeze_config:\n  freeze_modules: [{path: model.vision_tower}]\n"
         "optimizer: {_target_: torch.optim.AdamW, lr: 1.0e-5}\n")
+    # the test run's cache: the update computes the snapshot (on the run's build of this config, made
+    # once per run), the check reads it back; both start where a user's command starts
     for command in (["snapshot", "--update", "recipe.yaml"], ["snapshot", "--check", "recipe.yaml"]):
-        done = subprocess.run([sys.executable, "-c", PROBE, *command, "--no-cache"], cwd=tmp_path,
+        done = subprocess.run([sys.executable, "-c", PROBE, *command], cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "MEMORY LOADED: []" in done.stdout, done.stdout

@@ -139,6 +139,7 @@ for model_type in ("deepseek_v4", "minimax_m3_vl"):
 """
 
 
+@pytest.mark.slow  # a fresh process imports the framework's registry and builds twice
 @pytest.mark.skipif(importlib.util.find_spec("nemo_automodel") is None, reason="nemo-automodel is not installed")
 def test_a_transformers_build_ignores_the_config_classes_the_framework_registers() -> None:
     """Once nemo-automodel's registry is imported, AutoConfig maps deepseek_v4 and minimax_m3_vl to

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,10 @@ class Outcome:
     error: str = ""
 
 
+@cache
 def read_recipe(path: Path) -> Recipe:
+    """The recipe at ``path``, read once per test process (several modules parametrize over the
+    corpus at collection); callers read it and never mutate it."""
     return load_recipe(path, allowed_targets=DEFAULT_TARGETS, root=REPO_ROOT)
 
 

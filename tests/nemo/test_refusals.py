@@ -105,6 +105,7 @@ def test_the_activation_environment_puts_the_activation_first_and_names_the_reci
     assert GUARD_ENV not in activation_environment(recipe, guard=None, environ={GUARD_ENV: "0"})
 
 
+@pytest.mark.slow  # a fresh process imports the framework as far as its first missing dependency
 @without_framework_dependencies
 def test_a_process_that_cannot_install_what_its_recipe_needs_exits_3_when_it_imports_the_framework(tmp_path: Path) -> None:
     recipe = tmp_path / "recipe.yaml"
