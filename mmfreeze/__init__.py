@@ -32,6 +32,5 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 # Imported on first use: `import mmfreeze` (and the CLI) stays free of the guard's modules.
-_EXPORTS = {"verify_frozen_set": "mmfreeze.guard.verify"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_EXPORTS = {"mmfreeze.guard.verify": ("verify_frozen_set",)}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

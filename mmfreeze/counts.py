@@ -18,9 +18,13 @@ def readable_count(count: int) -> str:
     return f"{count:,}"
 
 
-def tensor_text(tensors: int) -> str:
+def plural(count: int, noun: str) -> str:
     """``1 tensor``, ``1,240 tensors``."""
-    return f"{tensors:,} {'tensor' if tensors == 1 else 'tensors'}"
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def tensor_text(tensors: int) -> str:
+    return plural(tensors, "tensor")
 
 
 def count_text(tensors: int, parameters: int) -> str:

@@ -8,8 +8,12 @@ from importlib import import_module
 from typing import Any
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The package's ``__getattr__`` and ``__dir__``: ``exports`` maps each name to its module."""
+def lazy_exports(
+    package: str, modules: Mapping[str, tuple[str, ...]],
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The package's ``__getattr__``, ``__dir__`` and ``__all__``: ``modules`` maps each module to
+    the names the package exports from it."""
+    exports = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         if name in exports:
@@ -19,4 +23,4 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
     def __dir__() -> list[str]:
         return sorted([*vars(sys.modules[package]), *exports])
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(exports)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.memo import memoized
 from mmfreeze.boundary.releases import FrameworkRules, framework_rules
 from mmfreeze.freeze.compiler.target import CompileTarget, compile_target
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
@@ -86,13 +87,10 @@ class Workspace:
 
     def recipe(self, path: Path) -> Recipe:
         """The recipe at ``path``, read once per command."""
-        if path not in self._recipes:
-            settings = self.settings
-            self._recipes[path] = load_recipe(
-                path, allowed_targets=self.allowed_targets, root=settings.root, configs_dir=settings.configs,
-                local_models=settings.local_models, documents=self.documents, framework=self.framework,
-            )
-        return self._recipes[path]
+        settings = self.settings
+        return memoized(self._recipes, path, lambda: load_recipe(
+            path, allowed_targets=self.allowed_targets, root=settings.root, configs_dir=settings.configs,
+            local_models=settings.local_models, documents=self.documents, framework=self.framework))
 
     def request(self, recipe: Recipe, *, probed: bool = True) -> ModelRequest:
         """The recipe's model under the run's builder; ``probed``: also what its data mixes' losses
@@ -103,15 +101,8 @@ class Workspace:
         """The requested model with where its config came from, asked for once per command: a
         recipe's rules plan and compile on the same model, `explain` reads it and its frozen set,
         and a build that failed fails again without building."""
-        if request not in self._loaded:
-            try:
-                self._loaded[request] = load_structure(request, self.structures, allow_network=self.allow_network)
-            except MmfreezeError as error:
-                self._loaded[request] = error
-        found = self._loaded[request]
-        if isinstance(found, MmfreezeError):
-            raise found
-        return found
+        return memoized(self._loaded, request, lambda: load_structure(
+            request, self.structures, allow_network=self.allow_network), errors=(MmfreezeError,))
 
     def structure(self, request: ModelRequest) -> ModelStructure:
         return self.loaded(request).structure
@@ -119,17 +110,16 @@ class Workspace:
     def config(self, request: ModelRequest) -> ModelConfigSource:
         """Where the requested model's config.json is, and its content: found once per command (a
         snapshot's header, its builder fields and a change's cost all read it)."""
-        if request not in self._configs:
-            self._configs[request] = find_config(request, allow_network=self.allow_network)
-        return self._configs[request]
+        return memoized(self._configs, request, lambda: find_config(request, allow_network=self.allow_network))
 
     def frozen_set(self, recipe: Recipe) -> FrozenSetResult:
         """What ``recipe`` trains on the model this run builds (probed), computed once per command."""
-        if recipe.path not in self._frozen_sets:
+        def compute() -> FrozenSetResult:
             structure = self.structure(self.request(recipe))
-            self._frozen_sets[recipe.path] = recipe_frozen_set(
-                recipe, structure, target=self.compile_target(structure), recorded=self.recorded(recipe))
-        return self._frozen_sets[recipe.path]
+            return recipe_frozen_set(recipe, structure, target=self.compile_target(structure),
+                                     recorded=self.recorded(recipe))
+
+        return memoized(self._frozen_sets, recipe.path, compute)
 
     def compile_target(self, built: ModelStructure) -> CompileTarget:
         """What a compiled section is proven on here: the repository's release, and the builder that
@@ -141,7 +131,6 @@ class Workspace:
         """For a recipe with compiled sections: the checkpoint renames of the tree they were compiled
         on, as the snapshot made there records them (what compares them where that tree is not
         built), read once per command; ``None`` otherwise."""
-        if recipe.path not in self._recorded:
-            compiled = recipe.compiled
-            self._recorded[recipe.path] = None if compiled is None else self.records(recipe.path, compiled.compiled_for)
-        return self._recorded[recipe.path]
+        compiled = recipe.compiled
+        return memoized(self._recorded, recipe.path,
+                        lambda: None if compiled is None else self.records(recipe.path, compiled.compiled_for))

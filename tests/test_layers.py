@@ -20,7 +20,7 @@ FACADE = PACKAGE
 LAYERS: tuple[frozenset[str], ...] = (
     # Foundations: any layer may import them; they import none of the layers.
     frozenset({"exceptions", "atomic", "regular_files", "parent_death", "disk_cache", "versions", "boundary", "settings", "pr_comment",
-               "counts", "suggest", "lazy_exports", "registry"}),
+               "counts", "suggest", "lazy_exports", "memo", "registry"}),
     frozenset({"recipes"}),
     frozenset({"models"}),
     frozenset({"resolver"}),

@@ -26,12 +26,9 @@ INFRASTRUCTURE = f"{PACKAGE}._transformers.infrastructure"
 MODEL_UTILS = f"{PACKAGE}.components.utils.model_utils"
 DIST_UTILS = f"{PACKAGE}.recipes._dist_utils"
 PARALLELIZER = f"{PACKAGE}.components.distributed.parallelizer"
-MULTIMODAL_FSDP = f"{PACKAGE}.components.distributed.multimodal_fsdp"
 OPTIMIZER = f"{PACKAGE}.components.optim.optimizer"
-PARAMETER_NAMES = f"{PACKAGE}.shared.parameter_names"
 DATASETS = f"{PACKAGE}.components.datasets"
 COMPOSITE = f"{PACKAGE}.components.models.gemma4_drafter.composite"
-TRAINING_UTILS = f"{PACKAGE}.components.training.utils"
 
 
 def transformers_pin() -> str | None:

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from mmfreeze.cli.console import err
 from mmfreeze.models.config_sources import missing_configs_summary
+from mmfreeze.counts import plural
 from mmfreeze.recipes.discovery import Discovery
 from mmfreeze.recipes.recipe import display_path
 from mmfreeze.settings import Settings
@@ -31,9 +32,9 @@ def skipped_lines(discovery: Discovery, settings: Settings, *, shown: int = 3) -
     if discovery.not_recipes:
         names = [display_path(path, settings.root) for path in discovery.not_recipes]
         listed = ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
-        lines.append(f"{_count(len(names), 'YAML file')} skipped: no `model:` section ({listed})")
+        lines.append(f"{plural(len(names), 'YAML file')} skipped: no `model:` section ({listed})")
     if discovery.excluded:
-        lines.append(f"{_count(len(discovery.excluded), 'recipe')} excluded by {settings.describe('exclude')}")
+        lines.append(f"{plural(len(discovery.excluded), 'recipe')} excluded by {settings.describe('exclude')}")
     return lines
 
 
@@ -45,7 +46,3 @@ def print_skipped(discovery: Discovery, settings: Settings) -> None:
 def report_missing_configs(missing: Mapping[str, Sequence[str]], settings: Settings, paths: Sequence[Path]) -> None:
     summary = missing_configs_summary(missing, configs_dir=settings.configs, paths=[str(path) for path in paths])
     err.print(f"[bold red]error[/]: {escape(summary)}")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")

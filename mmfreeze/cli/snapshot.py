@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 from rich.markup import escape
@@ -25,7 +25,7 @@ from mmfreeze.models.batch import BuildTick, start_workers
 from mmfreeze.snapshots.check import Mode, SnapshotRun, run_check
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR, recipe_key
 from mmfreeze.snapshots.render import RENDERERS, acceptance_advice, render_markdown
-from mmfreeze.snapshots.results import SnapshotRunResult
+from mmfreeze.snapshots.results import SnapshotRunResult, Status
 from mmfreeze.boundary.releases import snapshot_release_warning
 
 EPILOG = (
@@ -64,18 +64,9 @@ def exit_code_for(result: SnapshotRunResult) -> ExitCode:
     missing, orphaned; else OK."""
     if result.with_status("input_error") or any(orphan.delete_error for orphan in result.orphans):
         return ExitCode.INPUT_ERROR
-    if result.with_status("changed"):
-        return ExitCode.CHANGED
-    if result.with_status("builder_switch"):
-        return ExitCode.BUILDER_SWITCH
-    if result.with_status("probe_only"):
-        return ExitCode.PROBE_ONLY
-    if result.with_status("renamed"):
-        return ExitCode.RENAMED
-    if result.with_status("version_only"):
-        return ExitCode.VERSION_ONLY
-    if result.with_status("missing"):
-        return ExitCode.MISSING
+    for status in ("changed", "builder_switch", "probe_only", "renamed", "version_only", "missing"):
+        if result.with_status(status):
+            return ExitCode[status.upper()]
     if any(not orphan.deleted for orphan in result.orphans):
         return ExitCode.ORPHANED
     return ExitCode.OK
@@ -206,9 +197,7 @@ def _emit(text: str, report_format: str, report_file: Path | None) -> None:
 
 
 def _print_summary(result: SnapshotRunResult, mode: Mode) -> None:
-    counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in
-              ("passed", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing", "written",
-               "updated", "input_error")]
+    counts = [f"{len(result.with_status(status))} {status.replace('_', ' ')}" for status in get_args(Status)]
     orphaned = sum(not orphan.deleted for orphan in result.orphans)
     deleted = len(result.orphans) - orphaned
     counts += [f"{orphaned} orphaned", f"{deleted} deleted"]

@@ -31,29 +31,17 @@ if TYPE_CHECKING:
 # Imported on first use: the snapshot report reads `native_support` for every recipe, and must not
 # pay for the planner and the FSDP application it never uses.
 _EXPORTS = {
-    "BatchContract": "mmfreeze.distributed.batch_contract",
-    "DUMMY_FORWARD_TABLE": "mmfreeze.distributed.dummy_forward",
-    "DummyForward": "mmfreeze.distributed.dummy_forward",
-    "DummyForwardDecision": "mmfreeze.distributed.plan",
-    "FrameShardingConfig": "mmfreeze.distributed.config",
-    "FsdpUnit": "mmfreeze.distributed.plan",
-    "MeshDescription": "mmfreeze.distributed.mesh",
-    "ModalityPolicy": "mmfreeze.distributed.config",
-    "ModulePlacement": "mmfreeze.distributed.plan",
-    "MultimodalDistributedConfig": "mmfreeze.distributed.config",
-    "MultimodalFsdpPlan": "mmfreeze.distributed.plan",
-    "NativeSupport": "mmfreeze.distributed.native",
-    "apply_dummy_forward": "mmfreeze.distributed.dummy_hooks",
-    "apply_multimodal_fsdp": "mmfreeze.distributed.apply",
-    "apply_uniformity_check": "mmfreeze.distributed.uniformity",
-    "build_mesh_description": "mmfreeze.distributed.mesh",
-    "check_rank_uniform_execution": "mmfreeze.distributed.uniformity",
-    "get_dummy_forward": "mmfreeze.distributed.dummy_forward",
-    "get_executed_modalities": "mmfreeze.distributed.dummy_forward",
-    "get_mesh_description": "mmfreeze.distributed.mesh",
-    "native_support": "mmfreeze.distributed.native",
-    "parse_multimodal_config": "mmfreeze.distributed.config",
-    "plan_multimodal_fsdp": "mmfreeze.distributed.plan",
+    "mmfreeze.distributed.apply": ("apply_multimodal_fsdp",),
+    "mmfreeze.distributed.batch_contract": ("BatchContract",),
+    "mmfreeze.distributed.config": ("FrameShardingConfig", "ModalityPolicy", "MultimodalDistributedConfig",
+                                    "parse_multimodal_config"),
+    "mmfreeze.distributed.dummy_forward": ("DUMMY_FORWARD_TABLE", "DummyForward", "get_dummy_forward",
+                                           "get_executed_modalities"),
+    "mmfreeze.distributed.dummy_hooks": ("apply_dummy_forward",),
+    "mmfreeze.distributed.mesh": ("MeshDescription", "build_mesh_description", "get_mesh_description"),
+    "mmfreeze.distributed.native": ("NativeSupport", "native_support"),
+    "mmfreeze.distributed.plan": ("DummyForwardDecision", "FsdpUnit", "ModulePlacement", "MultimodalFsdpPlan",
+                                  "plan_multimodal_fsdp"),
+    "mmfreeze.distributed.uniformity": ("apply_uniformity_check", "check_rank_uniform_execution"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

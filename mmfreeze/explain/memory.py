@@ -6,24 +6,36 @@ recipe's distributed sizes): the corpus check never computes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mmfreeze.memory.errors import MemoryModelError
 from mmfreeze.memory.recipe import WorldSize, recipe_memory
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
     from mmfreeze.memory.model import MemoryEstimate
+    from mmfreeze.models.loader import LoadedStructure
     from mmfreeze.recipes.recipe import Recipe
 
 SCOPE = ("parameters, gradients and optimizer states per rank, as the storages FSDP2 and the optimizer "
          "allocate; activations, buffers and allocator overhead are out of scope")
 
 
-def explain_memory(recipe: Recipe, frozen: FrozenSetResult, world: WorldSize, *, config: Mapping[str, Any]) -> dict[str, Any]:
+def explain_memory(
+    recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None, loaded: LoadedStructure,
+) -> dict[str, Any] | None:
     """The `memory` section: ``{"world_size": N, "ranks": [{"rank", "parameters", "gradients", "optimizer"}]}``
-    in bytes, with how it was sized (an input error propagates: the caller decides); ``config``: the model's."""
-    return memory_section(recipe_memory(recipe, frozen, world_size=world.ranks, config=config), world)
+    in bytes, with how it was sized; ``None`` with no world size known. A world size asked for on the
+    command line makes a refusal an input error; one taken from a default only says why there is no figure."""
+    if world is None:
+        return None
+    try:
+        estimate = recipe_memory(recipe, frozen, world_size=world.ranks, config=loaded.source.config)
+    except MemoryModelError as error:
+        if world.source == "--world-size":
+            raise
+        return {"world_size": world.ranks, "world_size_source": world.source, "error": str(error)}
+    return memory_section(estimate, world)
 
 
 def memory_section(estimate: MemoryEstimate, world: WorldSize) -> dict[str, Any]:

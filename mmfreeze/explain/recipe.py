@@ -12,7 +12,6 @@ from mmfreeze.memory.recipe import WorldSize
 from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.summary import summarize_frozen
-from mmfreeze.memory.errors import MemoryModelError
 from mmfreeze.boundary.releases import INTEGRATION_RELEASES, MISREAD_BEFORE_07
 from mmfreeze.models.loader import LoadedStructure
 from mmfreeze.reachability.recipe import recipe_reach
@@ -59,23 +58,8 @@ def explain_recipe(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
         "nemo_automodel": explain_native(recipe, frozen.vocabulary),
-        "memory": _memory(recipe, frozen, world, loaded),
+        "memory": explain_memory(recipe, frozen, world, loaded),
     }
-
-
-def _memory(
-    recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None, loaded: LoadedStructure,
-) -> dict[str, Any] | None:
-    """The memory section; a world size asked for on the command line makes a refusal an input
-    error, one taken from a default only says why there is no figure."""
-    if world is None:
-        return None
-    try:
-        return explain_memory(recipe, frozen, world, config=loaded.source.config)
-    except MemoryModelError as error:
-        if world.source == "--world-size":
-            raise
-        return {"world_size": world.ranks, "world_size_source": world.source, "error": str(error)}
 
 
 def explain_native(recipe: Recipe, vocabulary: str) -> dict[str, Any]:

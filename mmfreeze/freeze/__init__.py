@@ -21,15 +21,9 @@ if TYPE_CHECKING:
 # Imported on first use: a warm snapshot run imports `freeze.recipe_model` (recipe -> model
 # request) and must not pay for the resolver's tables through this package's exports.
 _EXPORTS = {
-    "FreezeConfig": "mmfreeze.freeze.config",
-    "FreezeResult": "mmfreeze.freeze.apply",
-    "LayerRange": "mmfreeze.freeze.config",
-    "apply_freeze_config": "mmfreeze.freeze.apply",
-    "apply_legacy_freeze_config": "mmfreeze.freeze.apply",
-    "parse_freeze_config": "mmfreeze.freeze.config",
-    "plan_legacy_freeze": "mmfreeze.freeze.legacy",
-    "plan_new_freeze": "mmfreeze.freeze.new",
+    "mmfreeze.freeze.apply": ("FreezeResult", "apply_freeze_config", "apply_legacy_freeze_config"),
+    "mmfreeze.freeze.config": ("FreezeConfig", "LayerRange", "parse_freeze_config"),
+    "mmfreeze.freeze.legacy": ("plan_legacy_freeze",),
+    "mmfreeze.freeze.new": ("plan_new_freeze",),
 }
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 # Lazy: arming the step-0 guard (``step_zero``) in every process a launch starts must not import
 # the snapshot reader; the first step does.
-_EXPORTS = {"GuardReport": "mmfreeze.guard.report", "VerifiedFrozenSet": "mmfreeze.guard.report",
-            "verify_frozen_set": "mmfreeze.guard.verify"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_EXPORTS = {
+    "mmfreeze.guard.report": ("GuardReport", "VerifiedFrozenSet"),
+    "mmfreeze.guard.verify": ("verify_frozen_set",),
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -17,11 +17,6 @@ ELEMENT_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 _ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
 """``dtype_from_str``'s other names for the same dtypes."""
 
-STEP_DTYPE = "float32"
-"""torch.optim's ``_get_scalar_dtype()`` with the default dtype float32: Adam's per-parameter
-``step`` is a 0-dim tensor of this dtype (``torch/optim/adam.py``, ``_init_group``)."""
-
-
 def parse_dtype(value: Any, *, source: str | None, key: str) -> str:
     """The canonical name (``bfloat16``) of a recipe's dtype string, as ``dtype_from_str`` reads it."""
     if not isinstance(value, str):
@@ -33,7 +28,3 @@ def parse_dtype(value: Any, *, source: str | None, key: str) -> str:
         raise UnknownDtypeError(f"{value!r} is not a floating dtype the framework trains in; one of "
                                 f"{', '.join(sorted(ELEMENT_BYTES))}", source=source, key=key)
     return name
-
-
-def element_bytes(dtype: str) -> int:
-    return ELEMENT_BYTES[dtype]

@@ -113,7 +113,7 @@ class _Tree:
 
     def untied_embeddings(self, wrapped: Iterable[str]) -> list[str]:
         """Rule 3: the input and output embedding modules, when untied, trainable and not units yet."""
-        found = [path for path in (_input_embedding(self.structure), _output_embedding(self.structure)) if path]
+        found = [path for path in (_embedding(self.structure, "embed_tokens"), _embedding(self.structure, "lm_head")) if path]
         if len(found) < 2 or _tied(self.structure, *found):
             return []
         taken = set(wrapped)
@@ -125,17 +125,11 @@ def _under(info: ParameterInfo, path: str) -> bool:
     return not path or any(name.startswith(path + ".") for name in info.names)
 
 
-def _input_embedding(structure: ModelStructure) -> str | None:
-    """``get_input_embeddings()``: the one ``embed_tokens`` module of the language model."""
-    found = [path for path, kind in structure.modules.items()
-             if path.rpartition(".")[2] == "embed_tokens" and path not in structure.module_aliases]
-    return found[0] if len(found) == 1 else None
-
-
-def _output_embedding(structure: ModelStructure) -> str | None:
-    """``get_output_embeddings()``: the one ``lm_head`` module."""
-    found = [path for path in structure.modules if path.rpartition(".")[2] == "lm_head"
-             and path not in structure.module_aliases]
+def _embedding(structure: ModelStructure, leaf: str) -> str | None:
+    """The one module named ``leaf``: ``embed_tokens`` for ``get_input_embeddings()``, ``lm_head``
+    for ``get_output_embeddings()``."""
+    found = [path for path in structure.modules
+             if path.rpartition(".")[2] == leaf and path not in structure.module_aliases]
     return found[0] if len(found) == 1 else None
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import prod
 
-from mmfreeze.memory.dtypes import element_bytes
+from mmfreeze.memory.dtypes import ELEMENT_BYTES
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError
 from mmfreeze.memory.layout import FsdpLayout
 from mmfreeze.memory.optimizer import OptimizerState
@@ -100,9 +100,9 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     trainable = [name for name in infos if name not in inputs.frozen]
 
     def size(name: str) -> int:
-        return element_bytes(inputs.dtypes[name])
+        return ELEMENT_BYTES[inputs.dtypes[name]]
 
-    parameters = sum(_whole(infos[name].shape) * size(name) if name in replicated
+    parameters = sum(prod(infos[name].shape) * size(name) if name in replicated
                      else padded_shard_numel(infos[name].shape, world) * size(name) for name in infos)
     gradients = sum(padded_shard_numel(infos[name].shape, world) * size(name)
                     for name in trainable if name not in replicated)
@@ -119,10 +119,6 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
                           optimizer=state.name)
 
 
-def _whole(shape: tuple[int, ...]) -> int:
-    return prod(shape)
-
-
 def _peak(inputs: MemoryInputs, infos: Mapping) -> AllGatherPeak | None:
     """The largest unit's all-gather output: its padded parameters, whole, in the compute dtype."""
     world = inputs.world_size
@@ -131,4 +127,4 @@ def _peak(inputs: MemoryInputs, infos: Mapping) -> AllGatherPeak | None:
     if not sizes:
         return None
     numel, path = max(sizes, key=lambda item: item[0])
-    return AllGatherPeak(unit=path, bytes=numel * element_bytes(ALL_GATHER_DTYPE), dtype=ALL_GATHER_DTYPE)
+    return AllGatherPeak(unit=path, bytes=numel * ELEMENT_BYTES[ALL_GATHER_DTYPE], dtype=ALL_GATHER_DTYPE)

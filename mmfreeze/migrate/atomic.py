@@ -7,7 +7,6 @@ from pathlib import Path
 
 from mmfreeze.atomic import replace_file
 from mmfreeze.exceptions import MigrationError
-from mmfreeze.regular_files import RECIPE_LIMIT, read_regular
 from mmfreeze.settings import find_root
 
 
@@ -36,8 +35,3 @@ def resolve_write_target(path: Path, root: Path | None, *, display: str) -> Path
         )
     return target
 
-
-def read_text_exact(path: Path) -> str:
-    """The file's text with its line endings as they are (no universal-newline translation); a
-    regular file only, bounded (:func:`~mmfreeze.regular_files.read_regular`)."""
-    return read_regular(path, limit=RECIPE_LIMIT).decode("utf-8")

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mmfreeze.exceptions import MmfreezeError, RecipeError
-from mmfreeze.migrate.atomic import read_text_exact, resolve_write_target, write_atomic
+from mmfreeze.migrate.atomic import resolve_write_target, write_atomic
 from mmfreeze.migrate.python.prove import BoundModels
 from mmfreeze.migrate.python_file import migrate_python
 from mmfreeze.migrate.report import FileResult
 from mmfreeze.migrate.section import Mode
 from mmfreeze.migrate.yaml_file import migrate_yaml
 from mmfreeze.recipes.discovery import RECIPE_SUFFIXES, iter_files
-from mmfreeze.recipes.recipe import display_path
+from mmfreeze.recipes.recipe import display_path, read_exact_text
 from mmfreeze.workspace import Workspace
 
 PYTHON_SUFFIXES = (".py",)
@@ -49,9 +49,9 @@ def _plan_file(path: Path, options: MigrateOptions, workspace: Workspace, bound:
     display = display_path(path)
     if path.suffix in PYTHON_SUFFIXES:
         try:
-            text = read_text_exact(path)
-        except (OSError, UnicodeDecodeError) as error:
-            return FileResult(display=display, old_text="", new_text="", status="skipped", error=f"cannot read: {error}")
+            text = read_exact_text(path, shown=display)
+        except RecipeError as error:
+            return FileResult(display=display, old_text="", new_text="", status="skipped", error=error.message)
         return migrate_python(text, display=display, disabled=options.disabled, directory=path.parent, models=bound)
     try:
         file = workspace.documents.file(path)

@@ -16,11 +16,7 @@ if TYPE_CHECKING:
     from mmfreeze.nemo.release import SUPPORTED_RELEASES
 
 _EXPORTS = {
-    "Installation": "mmfreeze.nemo.installation",
-    "install": "mmfreeze.nemo.installation",
-    "installed": "mmfreeze.nemo.installation",
-    "uninstall": "mmfreeze.nemo.installation",
-    "SUPPORTED_RELEASES": "mmfreeze.nemo.release",
+    "mmfreeze.nemo.installation": ("Installation", "install", "installed", "uninstall"),
+    "mmfreeze.nemo.release": ("SUPPORTED_RELEASES",),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

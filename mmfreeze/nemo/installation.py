@@ -46,7 +46,7 @@ from mmfreeze.boundary.hook_points import (
 from mmfreeze.boundary.names import OPTIMIZER
 from mmfreeze.exceptions import IntegrationError
 from mmfreeze.guard.step_zero import ArmedGuard, StepZeroGuard, arm_step_zero
-from mmfreeze.nemo import distributed, freeze, optimizer, rates
+from mmfreeze.nemo import distributed, freeze, rates
 from mmfreeze.nemo.activate import RECIPE_ENV
 from mmfreeze.nemo.context import GUARD_KEY, SETTINGS_KEY, RunContext, read_run_context
 from mmfreeze.nemo.hooks import Patch, apply_patches, remove_patches
@@ -130,7 +130,7 @@ def _replacements(
         PARSE_DISTRIBUTED: lambda original: distributed.parse_hook(original, context, parsed),
         PARALLELIZE: lambda original: distributed.parallelize_hook(original, context, parsed),
         COERCE_OVERRIDES: lambda original: rates.coerce_hook(original, context),
-        **{point: (lambda original: optimizer.build_hook(original, context)) for point in BUILD_OPTIMIZER},
+        **{point: (lambda original: rates.build_hook(original, context)) for point in BUILD_OPTIMIZER},
     }
     return [(point, makers[point]) for need in sorted(context.needs) for point in HOOK_GROUPS[need]]
 

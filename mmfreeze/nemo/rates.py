@@ -20,6 +20,7 @@ layer range or a role cannot be resolved on it, so selector entries refuse to bu
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -96,6 +97,18 @@ def with_resolved_rates(config: Any, model: Any, context: RunContext) -> Any:
     if factory_kwargs is not None:
         changes["kwargs"] = {key: value for key, value in factory_kwargs.items() if key != OVERRIDES}
     return dataclasses.replace(config, **changes)
+
+
+def build_hook(original: Callable[..., list[Any]], context: RunContext) -> Callable[..., list[Any]]:
+    """``OptimizerConfig.build`` (every optimizer config class of 0.7.0 with a ``build`` of its own:
+    :data:`mmfreeze.boundary.hook_points.BUILD_OPTIMIZER`) with the recipe's selector entries resolved
+    on the model; the framework's ``build`` makes the optimizers."""
+
+    @functools.wraps(original)  # keeps the framework's own reachable (``__wrapped__``) for hook checks
+    def build_with_mmfreeze(self: Any, model: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        return original(with_resolved_rates(self, model, context), model, *args, **kwargs)
+
+    return build_with_mmfreeze
 
 
 def _resolved(overrides: list[Any], entries: list[GroupOverride | None], model: Any, context: RunContext) -> list[Any]:

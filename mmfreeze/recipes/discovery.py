@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from mmfreeze.counts import plural
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.recipes.documents import YamlDocuments
 from mmfreeze.recipes.recipe import relative_path
@@ -81,13 +82,9 @@ class Discovery:
         """Completes "PATH ...": why a path without recipes has none."""
         if not self.not_recipes and not self.excluded:
             return "holds no YAML recipe (*.yaml, *.yml)"
-        reasons = [f"{_count(len(self.not_recipes), 'YAML file')} without a top-level `model:` section"] * bool(self.not_recipes)
-        reasons += [f"{_count(len(self.excluded), 'recipe')} excluded by [tool.mmfreeze] exclude"] * bool(self.excluded)
+        reasons = [f"{plural(len(self.not_recipes), 'YAML file')} without a top-level `model:` section"] * bool(self.not_recipes)
+        reasons += [f"{plural(len(self.excluded), 'recipe')} excluded by [tool.mmfreeze] exclude"] * bool(self.excluded)
         return "holds no recipe: " + ", ".join(reasons)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 @dataclass(frozen=True, kw_only=True)

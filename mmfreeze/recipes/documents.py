@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfreeze.exceptions import RecipeError
+from mmfreeze.memo import memoized
 from mmfreeze.recipes.recipe import display_path, read_exact_text, read_yaml
 from mmfreeze.recipes.roundtrip import YamlFile, parse_roundtrip
 
@@ -35,15 +36,10 @@ class YamlDocuments:
         return self._load(path)
 
     def _load(self, path: Path) -> Any:
-        key = path.absolute()
-        if key not in self._parsed:
-            shown = display_path(path, self.root)
-            try:
-                self._parsed[key] = parse_roundtrip(read_exact_text(path, shown=shown), source=shown) \
-                    if self.roundtrip else read_yaml(path, shown=shown)
-            except RecipeError as error:
-                self._parsed[key] = error
-        found = self._parsed[key]
-        if isinstance(found, RecipeError):
-            raise found
-        return found
+        return memoized(self._parsed, path.absolute(), lambda: self._parse(path), errors=(RecipeError,))
+
+    def _parse(self, path: Path) -> Any:
+        shown = display_path(path, self.root)
+        if self.roundtrip:
+            return parse_roundtrip(read_exact_text(path, shown=shown), source=shown)
+        return read_yaml(path, shown=shown)

@@ -23,26 +23,14 @@ if TYPE_CHECKING:
 # Imported on first use: a warm snapshot run labels parameters (`resolver.labels`) and must not
 # pay for the architecture tables and the live binder through this package's exports.
 _EXPORTS = {
-    "ARCHITECTURE_TABLE": "mmfreeze.resolver.table",
-    "ArchitectureEntry": "mmfreeze.resolver.entry",
-    "CLASS_ATTRIBUTE": "mmfreeze.resolver.entry",
-    "LANGUAGE_GROUP": "mmfreeze.resolver.inventory",
-    "LanguagePart": "mmfreeze.resolver.entry",
-    "ModuleDecl": "mmfreeze.resolver.entry",
-    "MultimodalModuleSpec": "mmfreeze.resolver.spec",
-    "ResolvedInventory": "mmfreeze.resolver.inventory",
-    "ResolvedLanguageModel": "mmfreeze.resolver.inventory",
-    "ResolvedModuleInfo": "mmfreeze.resolver.inventory",
-    "ResolvedMultimodalModule": "mmfreeze.resolver.spec",
-    "SpecSource": "mmfreeze.resolver.spec",
-    "Unowned": "mmfreeze.resolver.entry",
-    "bind_modules": "mmfreeze.resolver.bind",
-    "canonical_path": "mmfreeze.resolver.paths",
-    "get_class_entry": "mmfreeze.resolver.bind",
-    "resolve_model_inventory": "mmfreeze.resolver.bind",
-    "resolve_multimodal_modules": "mmfreeze.resolver.bind",
-    "resolve_structure": "mmfreeze.resolver.resolve",
+    "mmfreeze.resolver.bind": ("bind_modules", "get_class_entry", "resolve_model_inventory",
+                               "resolve_multimodal_modules"),
+    "mmfreeze.resolver.entry": ("ArchitectureEntry", "CLASS_ATTRIBUTE", "LanguagePart", "ModuleDecl", "Unowned"),
+    "mmfreeze.resolver.inventory": ("LANGUAGE_GROUP", "ResolvedInventory", "ResolvedLanguageModel",
+                                    "ResolvedModuleInfo"),
+    "mmfreeze.resolver.paths": ("canonical_path",),
+    "mmfreeze.resolver.resolve": ("resolve_structure",),
+    "mmfreeze.resolver.spec": ("MultimodalModuleSpec", "ResolvedMultimodalModule", "SpecSource"),
+    "mmfreeze.resolver.table": ("ARCHITECTURE_TABLE",),
 }
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -30,7 +30,7 @@ from mmfreeze.snapshots.format import Snapshot, SnapshotHeader, parse_snapshot, 
 from mmfreeze.snapshots.frozen_cache import FrozenSetCache
 from mmfreeze.snapshots.grouping import grouper
 from mmfreeze.snapshots.layout import SNAPSHOT_SUFFIX, link_key, recipe_key, recipe_path, scope_dir
-from mmfreeze.snapshots.results import Orphan, RecipeOutcome, SnapshotRunResult, Status, unchecked_outcome
+from mmfreeze.snapshots.results import RELEASE_ONLY, Orphan, RecipeOutcome, SnapshotRunResult, Status, unchecked_outcome
 from mmfreeze.snapshots.store import check_inside, delete_stored, read_stored, snapshot_files, write_stored
 from mmfreeze.workspace import Workspace
 
@@ -45,8 +45,6 @@ the snapshots whose difference is the release alone (version only, renamed, prob
 
 FAILING = frozenset({"input_error", "changed", "builder_switch", "probe_only", "renamed", "version_only", "missing"})
 """The outcomes that fail the recipe (a repository's own pytest run then fails its item)."""
-RELEASE_STATUSES = frozenset({"version_only", "renamed", "probe_only"})
-"""Differences in the release that made a snapshot alone: no tensor's trainability, adapter or rate moved."""
 
 
 @dataclass(kw_only=True)
@@ -206,7 +204,7 @@ def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> Recip
     if stored == text:
         return located.outcome("passed", run.root, nemo_automodel=native)
     outcome = _compared(stored, snapshot, recipe, located, run)
-    if mode == "update" or (mode == "accept-release" and outcome.status in RELEASE_STATUSES):
+    if mode == "update" or (mode == "accept-release" and outcome.status in RELEASE_ONLY):
         return _written(located, text, run, native, outcome=outcome)
     return outcome
 

@@ -81,6 +81,7 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
 
+from mmfreeze.counts import tensor_text
 from mmfreeze.exceptions import SnapshotError
 from mmfreeze.freeze.optimizer import multiplier_problem
 from mmfreeze.models.renames import RenameRule, Renames
@@ -176,15 +177,11 @@ class ReachLines:
         if not self.method:
             return f"{UNREACHABLE_SECTION}: {self.mix}: not probed ({self.not_probed})"
         tensors = sum(group.tensors for group in self.groups)
-        return f"{UNREACHABLE_SECTION}: {self.mix}, {self.method}: {_tensors(tensors) if tensors else 'none'}"
+        return f"{UNREACHABLE_SECTION}: {self.mix}, {self.method}: {tensor_text(tensors) if tensors else 'none'}"
 
     def body(self) -> list[str]:
         return [line for group in self.groups
-                for line in (f"{group.label}: {_tensors(group.tensors)}", *(GROUP_INDENT + name for name in group.lines))]
-
-
-def _tensors(count: int) -> str:
-    return f"{count:,} tensor{'s' if count != 1 else ''}"
+                for line in (f"{group.label}: {tensor_text(group.tensors)}", *(GROUP_INDENT + name for name in group.lines))]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from mmfreeze.pr_comment import COMMENT_LIMIT, fit_comment
 from mmfreeze.snapshots.compress import compress_names
 from mmfreeze.resolver.labels import ModuleGroup, describe_total
 from mmfreeze.snapshots.diff import ReachChange, RecipeChange, RenameGroup
-from mmfreeze.snapshots.results import Orphan, RecipeOutcome
+from mmfreeze.snapshots.results import RELEASE_ONLY, Orphan, RecipeOutcome
 
 if TYPE_CHECKING:
     from mmfreeze.memory.change import ChangeCost, MemoryDelta
@@ -29,8 +29,6 @@ STATUS_TITLES = {
     "passed": "unchanged",
 }
 """Every status's title, in report order: what needs a person first."""
-RELEASE_ONLY = ("probe_only", "renamed", "version_only")
-"""Outcomes that differ in the release alone: a report collapses each into one line."""
 RELEASE_ONLY_MEANS = {
     "probe_only": "the release changed how a data mix was probed for reachability; no tensor's trainability, "
                   "adapter, rate or reachability moved",

@@ -23,6 +23,9 @@ renamed tensors, each as trainable as before (:attr:`~mmfreeze.snapshots.diff.Re
 (:attr:`~mmfreeze.snapshots.diff.RecipeChange.probe_only`);
 ``written``: a missing snapshot was stored; ``updated``: a changed one was accepted (its file now
 has the current names)."""
+RELEASE_ONLY: tuple[Status, ...] = ("probe_only", "renamed", "version_only")
+"""Differences in the release that made a snapshot alone (no tensor's trainability, adapter or
+rate moved), in report order: a report collapses each into one line."""
 
 
 @dataclass(frozen=True, kw_only=True)

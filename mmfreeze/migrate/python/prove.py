@@ -10,7 +10,7 @@ used with its own model, `peft:` and `multimodal` overrides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from mmfreeze.counts import count_text
 from mmfreeze.exceptions import MmfreezeError, ModelBuildError
 from mmfreeze.freeze.recipe_model import recipe_trained_model
+from mmfreeze.memo import memoized
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.python.bindings import Binding
 from mmfreeze.freeze.targets import FreezeTargets
@@ -57,16 +58,12 @@ class BoundModels:
 
     def targets(self, binding: Binding, *, directory: Path) -> list[ProofTarget]:
         """Every model ``binding`` names; a model that cannot be built raises."""
-        found = [self._memo(("model", model_id), lambda m=model_id: self._model(m, directory)) for model_id in binding.models]
+        found = [memoized(self._built, ("model", model_id), lambda m=model_id: self._model(m, directory))
+                 for model_id in binding.models]
         for name in binding.recipes:
             path = (directory / name).resolve()
-            found.append(self._memo(("recipe", str(path)), lambda p=path, n=name: self._recipe(p, n)))
+            found.append(memoized(self._built, ("recipe", str(path)), lambda p=path, n=name: self._recipe(p, n)))
         return found
-
-    def _memo(self, key: tuple[str, str], build: Callable[[], ProofTarget]) -> ProofTarget:
-        if key not in self._built:
-            self._built[key] = build()
-        return self._built[key]
 
     def _model(self, model_id: str, directory: Path) -> ProofTarget:
         errors = []

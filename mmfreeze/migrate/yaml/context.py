@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.freeze.recipe_model import recipe_trained_model
 from mmfreeze.freeze.release_renames import SelectorMove, apply_moves
+from mmfreeze.memo import memoized
 from mmfreeze.migrate.rates import RatePlan
 from mmfreeze.migrate.section import Mode, SectionMigration
 from mmfreeze.recipes.layout import CompiledSections
@@ -73,9 +74,7 @@ class Planning:
         """The recipe's model as its `freeze_config` finds it, LoRA placed by the moved patterns:
         computed once for MF004's selector moves and MF001's section."""
         key = tuple(patterns)
-        if key not in self._trained:
-            self._trained[key] = recipe_trained_model(self.adapted(key), self.built)
-        return self._trained[key]
+        return memoized(self._trained, key, lambda: recipe_trained_model(self.adapted(key), self.built))
 
 
 @dataclass(frozen=True, kw_only=True)

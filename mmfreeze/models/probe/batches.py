@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -172,14 +173,8 @@ def _grid_tokens(config: PretrainedConfig, kind: str) -> tuple[int, int, int]:
     return config.image_token_id, getattr(config, f"{kind}_start_token_id"), getattr(config, f"{kind}_end_token_id")
 
 
-def grid_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_grid_batch` with an image."""
-    return _grid_batch(config, model_class, video=False)
-
-
-def grid_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_grid_batch` with a two-frame video."""
-    return _grid_batch(config, model_class, video=True)
+grid_image_batch: Batch = partial(_grid_batch, video=False)
+grid_video_batch: Batch = partial(_grid_batch, video=True)
 
 
 def gemma3_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
@@ -392,14 +387,8 @@ def _ernie_batch(config: PretrainedConfig, model_class: type[nn.Module], video: 
             "moe_mm_token_type_ids": torch.zeros_like(input_ids).index_fill_(1, torch.arange(1, 3 + tokens), modality)}
 
 
-def ernie_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_ernie_batch` with an image."""
-    return _ernie_batch(config, model_class, video=False)
-
-
-def ernie_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_ernie_batch` with a two-frame video."""
-    return _ernie_batch(config, model_class, video=True)
+ernie_image_batch: Batch = partial(_ernie_batch, video=False)
+ernie_video_batch: Batch = partial(_ernie_batch, video=True)
 
 
 def _kimi_k25_batch(config: PretrainedConfig, model_class: type[nn.Module], video: bool) -> dict[str, torch.Tensor]:
@@ -430,14 +419,8 @@ def _kimi_k25_batch(config: PretrainedConfig, model_class: type[nn.Module], vide
             f"{kind}_grid_thw": torch.tensor([grid])}
 
 
-def kimi_k25_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_kimi_k25_batch` with an image."""
-    return _kimi_k25_batch(config, model_class, video=False)
-
-
-def kimi_k25_video_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
-    """:func:`_kimi_k25_batch` with a two-frame video chunk."""
-    return _kimi_k25_batch(config, model_class, video=True)
+kimi_k25_image_batch: Batch = partial(_kimi_k25_batch, video=False)
+kimi_k25_video_batch: Batch = partial(_kimi_k25_batch, video=True)
 
 
 def muse_glimmer_image_batch(config: PretrainedConfig, model_class: type[nn.Module]) -> dict[str, torch.Tensor]:
