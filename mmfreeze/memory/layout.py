@@ -3,7 +3,8 @@
 The rules, read from ``components/distributed/parallelizer.py`` (``ModelParallelizer._apply``,
 ``apply_fsdp2_sharding_recursively``) and ``components/distributed/multimodal_fsdp.py``:
 
-1. From the root down: at a ``ModuleList`` (or ``ModuleDict``), nested containers are visited first,
+1. From the root down: at a ``ModuleList`` (or ``ModuleDict``; a subclass too: the framework asks
+   ``isinstance``), nested containers are visited first,
    then every other child becomes one unit (``fully_shard(child)``), not visited further.
 2. At any other module, each child is visited, except a child whose attribute name is one of
    ``MULTIMODAL_MODULE_NAMES`` and whose parameters are all frozen: under `frozen_sharding`
@@ -34,7 +35,6 @@ MULTIMODAL_MODULE_NAMES = frozenset({
 })
 """0.7.0's ``MULTIMODAL_TOWER_NAMES + MULTIMODAL_PROJECTOR_NAMES``: attribute names, not paths."""
 
-CONTAINERS = ("ModuleList", "ModuleDict")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +84,8 @@ class _Tree:
                 self.children.setdefault(parent, []).append(path)
 
     def kind(self, path: str) -> str:
-        return self.structure.modules[path]
+        """``ModuleList``, ``ModuleDict`` or ``""``: what the framework's ``isinstance`` sees."""
+        return self.structure.containers.get(path, "")
 
     def parameters_under(self, path: str) -> list[str]:
         return [info.name for info in self.structure.parameters if _under(info, path)]
@@ -96,8 +97,8 @@ class _Tree:
     def visit(self, path: str, sharding: FrozenSharding, wrapped: list[str], replicated: set[str]) -> None:
         kind = self.kind(path)
         children = self.children.get(path, [])
-        if kind in CONTAINERS:
-            nested = CONTAINERS if kind == "ModuleDict" else ("ModuleList",)
+        if kind:
+            nested = ("ModuleList", "ModuleDict") if kind == "ModuleDict" else ("ModuleList",)
             for child in children:
                 if self.kind(child) in nested:
                     self.visit(child, sharding, wrapped, replicated)

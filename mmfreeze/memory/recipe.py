@@ -7,7 +7,7 @@ re-derives neither. Every layout it does not model is refused, naming the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,8 +29,11 @@ COMPUTE_DTYPE = "bfloat16"
 """``FSDP2Config``'s default ``MixedPrecisionPolicy.param_dtype``. After sharding, ``apply_model_infrastructure``
 (``_transformers/infrastructure.py``) calls ``cast_frozen_modules_to_compute_dtype``
 (``components/models/common/utils.py``): every frozen parameter that is a plain tensor, not a DTensor (the
-ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place. Models that pin modules in
-fp32 (``_keep_in_fp32_modules``) keep those: not modelled (see docs/memory.md)."""
+ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place; the ones a model pins in fp32
+(``_keep_in_fp32_modules``) are not, and are refused (:func:`check_kept_in_fp32`)."""
+FRAMEWORK_FP32_HOLDER = "_fp32_params"
+"""Where the framework's own classes (Qwen3.5, Qwen3-Next, ...) hold parameters they keep in fp32
+whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
 UNMODELLED_SIZES = ("tp_size", "cp_size", "pp_size", "ep_size", "dp_replicate_size")
 """Distributed sizes above 1 change the layout in ways this model does not cover (TP/CP/PP/EP, HSDP)."""
 FSDP2_STRATEGIES = ("fsdp2",)
@@ -60,18 +63,37 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
     structure = frozen.structure
     check_shared_parallelizer(structure, source=source)
     names = frozen.frozen if frozen_names is None else frozen_names
-    fp32_kept = [info.name for info in structure.parameters if "_fp32_params" in info.name]
-    if fp32_kept:
-        raise UnknownDtypeError(f"the framework keeps {fp32_kept[0]} (and {len(fp32_kept) - 1} more) in its own "
-                                "dtype, which mmfreeze does not model", source=source, key="model.torch_dtype")
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
     adapters = frozen.adapters or frozenset()
     layout = plan_fsdp_layout(structure, names, frozen_sharding(distributed, source))
+    check_kept_in_fp32(structure, base, layout.replicated, source=source)
     dtypes = {info.name: COMPUTE_DTYPE if info.name in layout.replicated else adapter if info.name in adapters
               else base for info in structure.parameters}
     return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
                         optimizer=optimizer_state(document, source=source), world_size=world_size)
+
+
+def check_kept_in_fp32(structure: ModelStructure, dtype: str, replicated: Collection[str], *, source: str) -> None:
+    """Refuse a model that holds a parameter in another dtype than this model counts for it: loaded
+    in fp32 from a bfloat16 or float16 recipe (``_keep_in_fp32_modules_strict``; in float16 also
+    ``_keep_in_fp32_modules``; the framework's own holders, :data:`FRAMEWORK_FP32_HOLDER`), or
+    replicated under either pattern, which ``cast_frozen_modules_to_compute_dtype`` leaves in its
+    loaded dtype instead of casting it to the compute dtype. A pattern holds a parameter where it is
+    part of its name, as the framework matches them."""
+    strict, loose = structure.keep_in_fp32_strict, structure.keep_in_fp32
+    reduced = dtype in ("bfloat16", "float16")
+    loaded_fp32 = (FRAMEWORK_FP32_HOLDER, *strict, *(loose if dtype == "float16" else ())) if reduced else ()
+    pinned = (*strict, *loose) if dtype != COMPUTE_DTYPE else ()
+    kept = [(info.name, pattern) for info in structure.parameters
+            for pattern in (*loaded_fp32, *(pinned if info.name in replicated else ())) if pattern in info.name]
+    if kept:
+        (name, pattern), more = kept[0], len({name for name, _ in kept}) - 1
+        held = "float32" if pattern in loaded_fp32 else dtype
+        raise UnknownDtypeError(
+            f"{structure.class_name} holds {name} (and {more} more) in {held} where the rest trains in "
+            f"{COMPUTE_DTYPE if held == dtype else dtype} (its name holds {pattern!r}, which the model keeps in "
+            "fp32): mixed dtypes are not modelled, not sized", source=source, key="model.torch_dtype")
 
 
 def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *, source: str) -> None:

@@ -44,9 +44,9 @@ def structure_key(config: Mapping[str, Any], auto_class: str, build: BuildSpec =
 
 STRUCTURE_SHAPE: Mapping[str, type] = {
     "format": int, "class_name": str, "class_module": str, "modules": dict, "module_aliases": dict,
-    "root_attributes": dict, "linear_modules": list, "config_facts": dict, "build_note": str, "built_by": str,
-    "parts": list, "composite_frozen": list, "checkpoint_renames": dict, "mixes": list, "probes": list,
-    "parameters": list,
+    "root_attributes": dict, "linear_modules": list, "containers": dict, "config_facts": dict, "build_note": str,
+    "built_by": str, "parts": list, "composite_frozen": list, "checkpoint_renames": dict, "mixes": list,
+    "probes": list, "keep_in_fp32": list, "keep_in_fp32_strict": list, "parameters": list,
 }
 """The JSON type of each field :meth:`ModelStructure.to_json` writes: an entry of another shape is
 damaged (hand-edited, or written by other code), and a miss."""

@@ -28,7 +28,7 @@ from mmfreeze.models.renames import Renames
 if TYPE_CHECKING:
     from torch import nn
 
-STRUCTURE_FORMAT_VERSION = 8
+STRUCTURE_FORMAT_VERSION = 9
 """7 added ``probes``; 8 probes only the mixes asked for, and ``mixes`` says which the forward takes."""
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
@@ -126,6 +126,9 @@ class ModelStructure:
     """Legacy root attribute name -> the module path it returns (only when it is a module)."""
     linear_modules: frozenset[str] = frozenset()
     """Paths (every path, aliases included) of modules that are ``nn.Linear`` instances."""
+    containers: Mapping[str, str] = field(default_factory=dict)
+    """Path -> ``ModuleList`` or ``ModuleDict``, for every module that is an instance of one: a
+    subclass too, which :attr:`modules` names by its own class (the framework wraps by ``isinstance``)."""
     config_facts: ConfigFacts = ConfigFacts()
     class_module: str = ""
     """The module that defines the class (``transformers.models.qwen3_5.modeling_qwen3_5`` or the
@@ -149,6 +152,12 @@ class ModelStructure:
     probes: tuple[Probe, ...] = ()
     """What the loss reaches for each mix of :attr:`mixes` some request asked for (a build worker
     probes the model it built; a composite, its whole forward); none when the build did not probe."""
+    keep_in_fp32: tuple[str, ...] = ()
+    """The built model's ``_keep_in_fp32_modules``: name patterns transformers loads in fp32 when
+    the model is loaded in float16 (``PreTrainedModel._get_dtype_plan``)."""
+    keep_in_fp32_strict: tuple[str, ...] = ()
+    """Its ``_keep_in_fp32_modules_strict``: the same, in bfloat16 too. The instance gathers both from
+    every sub-model (``post_init``), and the framework reads both from it."""
 
     def unprobed(self, wanted: MixesToProbe) -> MixesToProbe:
         """The mixes of :attr:`mixes` that ``wanted`` asks for and this structure holds no probe of."""
@@ -181,6 +190,7 @@ class ModelStructure:
                 for info in self.parameters if own(info.name) is not None
             ),
             linear_modules=frozenset(own(p) for p in self.linear_modules if own(p) is not None),
+            containers={own(p): kind for p, kind in self.containers.items() if own(p) is not None},
             config_facts=part.config_facts,
             root_attributes=dict(part.root_attributes),
         )
@@ -212,6 +222,7 @@ class ModelStructure:
                              for info in self.parameters),
             root_attributes={attribute: name(path) for attribute, path in self.root_attributes.items()},
             linear_modules=frozenset(map(name, self.linear_modules)),
+            containers={name(path): kind for path, kind in self.containers.items()},
             composite_frozen=frozenset(map(name, self.composite_frozen)),
             checkpoint_renames=Renames(),
             probes=tuple(replace(probe, unreached=tuple(sorted(map(name, probe.unreached)))) for probe in self.probes),
@@ -235,6 +246,7 @@ class ModelStructure:
             "module_aliases": dict(self.module_aliases),
             "root_attributes": dict(self.root_attributes),
             "linear_modules": sorted(self.linear_modules),
+            "containers": dict(self.containers),
             "config_facts": asdict(self.config_facts),
             "build_note": self.build_note,
             "built_by": self.built_by,
@@ -243,6 +255,8 @@ class ModelStructure:
             "checkpoint_renames": self.checkpoint_renames.to_json(),
             "mixes": list(self.mixes),
             "probes": [asdict(probe) for probe in self.probes],
+            "keep_in_fp32": list(self.keep_in_fp32),
+            "keep_in_fp32_strict": list(self.keep_in_fp32_strict),
             "parameters": [
                 [info.name, list(info.shape), info.requires_grad, list(info.aliases)]
                 for info in self.parameters
@@ -260,6 +274,7 @@ class ModelStructure:
             module_aliases=dict(data["module_aliases"]),
             root_attributes=dict(data["root_attributes"]),
             linear_modules=frozenset(data["linear_modules"]),
+            containers=dict(data["containers"]),
             config_facts=ConfigFacts(**data["config_facts"]),
             build_note=data["build_note"],
             built_by=data["built_by"],
@@ -269,6 +284,8 @@ class ModelStructure:
             checkpoint_renames=Renames.from_json(data["checkpoint_renames"]),
             mixes=tuple(data["mixes"]),
             probes=tuple(Probe(**{**probe, "unreached": tuple(probe["unreached"])}) for probe in data["probes"]),
+            keep_in_fp32=tuple(data["keep_in_fp32"]),
+            keep_in_fp32_strict=tuple(data["keep_in_fp32_strict"]),
             parameters=tuple(
                 ParameterInfo(name=name, shape=tuple(shape), requires_grad=grad, aliases=tuple(aliases))
                 for name, shape, grad, aliases in data["parameters"]
@@ -284,10 +301,14 @@ def structure_of(model: nn.Module) -> ModelStructure:
     modules: dict[str, str] = {}
     module_aliases: dict[str, str] = {}
     linear: set[str] = set()
+    containers: dict[str, str] = {}
     for path, module in model.named_modules(remove_duplicate=False):
         modules[path] = type(module).__name__
         if isinstance(module, nn.Linear):
             linear.add(path)
+        for container in (nn.ModuleList, nn.ModuleDict):
+            if isinstance(module, container):
+                containers[path] = container.__name__
         seen = first_path.setdefault(id(module), path)
         if seen != path:
             module_aliases[path] = seen
@@ -299,7 +320,10 @@ def structure_of(model: nn.Module) -> ModelStructure:
         parameters=tuple(_parameter_infos(model.named_parameters(remove_duplicate=False))),
         root_attributes=_root_attributes(model, first_path),
         linear_modules=frozenset(linear),
+        containers=containers,
         config_facts=config_facts_of(model),
+        keep_in_fp32=tuple(sorted(getattr(model, "_keep_in_fp32_modules", None) or ())),
+        keep_in_fp32_strict=tuple(sorted(getattr(model, "_keep_in_fp32_modules_strict", None) or ())),
     )
 
 

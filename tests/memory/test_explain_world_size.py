@@ -112,3 +112,31 @@ def test_a_distillation_recipe_is_refused_naming_the_teacher(tmp_path: Path) -> 
     result = explain(str(path), "--world-size", "2")
     assert result.exit_code == ExitCode.INPUT_ERROR, result.output
     assert "teacher_model" in result.output
+
+
+TINY_VOXTRAL = {
+    "model_type": "voxtral", "architectures": ["VoxtralForConditionalGeneration"], "audio_token_id": 24,
+    "audio_config": {"model_type": "voxtral_encoder", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                     "num_attention_heads": 2, "num_mel_bins": 8, "max_source_positions": 16},
+    "text_config": {"model_type": "llama", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "vocab_size": 64},
+}
+"""Voxtral's class keeps its audio encoder's ``embed_positions`` in fp32 (``_keep_in_fp32_modules_strict``)."""
+
+
+@pytest.mark.parametrize(("dtype", "sized"), [("torch.bfloat16", False), ("torch.float32", True)])
+def test_a_model_that_keeps_a_parameter_in_fp32_is_refused_naming_the_dtype_unless_it_loads_in_fp32(
+    tmp_path: Path, dtype: str, sized: bool,
+) -> None:
+    path = write(tmp_path, dtype=dtype)
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(TINY_VOXTRAL))
+    path.write_text(path.read_text().replace("ForImageTextToText", "ForMultimodalLM").replace(
+        "model.vision_tower", "model.audio_tower"))
+    result = explain(str(path), "--world-size", "2", "--format", "json")
+    if sized:
+        assert result.exit_code == 0, result.output
+        assert len(json.loads(result.stdout)["memory"]["ranks"]) == 2
+        return
+    assert result.exit_code == ExitCode.INPUT_ERROR, result.output
+    assert "model.torch_dtype" in result.output and "audio_tower.embed_positions.weight" in result.output
+    assert "'embed_positions'" in result.output and "Traceback" not in result.output
