@@ -24,9 +24,11 @@ may not have the mapping): they are what the release that made it did, not a tab
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from mmfreeze.memo import memoized
 
 ARROW = " -> "
 WILDCARD = ".*"
@@ -130,6 +132,8 @@ class _Side:
     prefix: Mapping[str, RenameRule]
     depth: int
     """The most segments a prefix rule's side has: a name's longer heads match no prefix rule."""
+    found: dict[str, tuple[RenameRule | None, int]] = field(default_factory=dict, compare=False, repr=False)
+    """:func:`_find`'s answer per name: a diff across releases asks for every name several times."""
 
     @classmethod
     def of(cls, rules: Iterable[RenameRule], *, side: str) -> _Side:
@@ -140,6 +144,10 @@ class _Side:
 
 def _find(name: str, side: _Side) -> tuple[RenameRule | None, int]:
     """The rule for ``name`` and how many of its segments the rule's side covers."""
+    return memoized(side.found, name, lambda: _search(name, side))
+
+
+def _search(name: str, side: _Side) -> tuple[RenameRule | None, int]:
     parts = name.split(".")
     shaped = _shaped(parts)
     # The whole name (exact or prefix rules), then its heads no longer than the longest prefix rule.
