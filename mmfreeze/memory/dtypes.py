@@ -17,6 +17,7 @@ ELEMENT_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 _ALIASES = {"float": "float32", "double": "float64", "half": "float16", "bf16": "bfloat16"}
 """``dtype_from_str``'s other names for the same dtypes."""
 
+
 def parse_dtype(value: Any, *, source: str | None, key: str) -> str:
     """The canonical name (``bfloat16``) of a recipe's dtype string, as ``dtype_from_str`` reads it."""
     if not isinstance(value, str):

@@ -36,7 +36,6 @@ MULTIMODAL_MODULE_NAMES = frozenset({
 """0.7.0's ``MULTIMODAL_TOWER_NAMES + MULTIMODAL_PROJECTOR_NAMES``: attribute names, not paths."""
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class FsdpUnit:
     """One ``fully_shard`` call and the parameters it owns (canonical names)."""

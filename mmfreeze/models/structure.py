@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from torch import nn
 
 STRUCTURE_FORMAT_VERSION = 9
-"""7 added ``probes``; 8 probes only the mixes asked for, and ``mixes`` says which the forward takes."""
+"""7 added ``probes``; 8 probes only the mixes asked for, and ``mixes`` says which the forward takes;
+9 records ``containers`` by ``isinstance`` and the model's ``_keep_in_fp32_modules`` patterns."""
 
 # Attributes the legacy freezing engine reads from the root object (mmfreeze.freeze.legacy).
 LEGACY_ROOT_ATTRIBUTES = ("vision_tower", "audio_tower", "language_model")
