@@ -18,13 +18,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 
 
+def run_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test run's cache folder: pytest-xdist workers each get a folder below the run's, and share
+    the run's cache (entries are renamed into place, so concurrent writers are safe). A test that
+    builds what another test of the run builds takes it from here instead of building it again."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mmfreeze-cache"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # One cache per test run: pytest-xdist workers each get a folder below the run's, and share the
-    # run's cache (entries are renamed into place, so concurrent writers are safe).
-    base = tmp_path_factory.getbasetemp()
-    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(run / "mmfreeze-cache"))
+    monkeypatch.setenv("MMFREEZE_CACHE_DIR", str(run_cache(tmp_path_factory)))
 
 # The corpus as it was before `mmfreeze migrate example_configs` (legacy vocabulary), kept so the
 # legacy engine and the migration stay tested on it.

@@ -31,16 +31,25 @@ HUGE_RANGE = "model.layers.{0..99999999}.mlp.weight"
 """A hand-edited stored line that expands to 10^8 names (about 10 GB as a set)."""
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """One recipe, a copy of a bundled one, its accepted snapshot, and a warm cache in ``cache/``."""
-    root = tmp_path / "repo"
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One recipe, a copy of a bundled one, its accepted snapshot, and the warm cache in ``cache/``
+    that made it: made once, since every test damages a copy of its own."""
+    base = tmp_path_factory.mktemp("accepted")
+    root = base / "repo"
     (root / "recipes").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[tool.mmfreeze]\n")
     shutil.copy(BUNDLED, root / "recipes" / "a.yaml")
-    update = run(root, "--update", "--cache-dir", str(tmp_path / "cache"), "recipes")
+    update = run(root, "--update", "--cache-dir", str(base / "cache"), "recipes")
     assert update.returncode == ExitCode.OK, said(update)
-    return root
+    return base
+
+
+@pytest.fixture
+def repo(accepted: Path, tmp_path: Path) -> Path:
+    """A copy of ``accepted``: the repository, with its warm cache beside it in ``cache/``."""
+    shutil.copytree(accepted, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "repo"
 
 
 def check(repo: Path, *paths: str, fault=None, cwd: Path | None = None):

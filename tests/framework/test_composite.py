@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from mmfreeze.disk_cache import default_cache_dir
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.framework import choose_builder
@@ -55,7 +56,7 @@ def test_a_composite_recipe_freezes_what_the_framework_freezes(tmp_path: Path, a
     request = model_request(recipe, choose_builder())
     model = copy.deepcopy(build_requested_model(request, find_config(request)))
     frozen, _ = framework_trainability(model, SECTIONS[section], None, recipe.model.drafter)
-    computed = recipe_frozen_set(recipe, load_structure(request, StructureCache(tmp_path / "cache")).structure)
+    computed = recipe_frozen_set(recipe, load_structure(request, StructureCache(default_cache_dir())).structure)
     assert computed.frozen == frozen, (f"frozen only by the framework: {sorted(frozen - computed.frozen)[:5]}; "
                                        f"only by mmfreeze: {sorted(computed.frozen - frozen)[:5]}")
     assert any(name.startswith("drafter.") for name in computed.structure.parameters_by_name)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mmfreeze.disk_cache import default_cache_dir
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import find_model_config
@@ -62,9 +63,10 @@ def framework_parameter_names(model_id: str) -> tuple[str, set[str]]:
     return model_class.__name__, {name for name, _ in model.named_parameters(remove_duplicate=False)}
 
 
-def options(tmp_path: Path, builder: str) -> Workspace:
+def options(builder: str) -> Workspace:
+    """A workspace on the run's cache: the models the rest of the run builds are not built again."""
     return Workspace(settings=default_settings(REPO_ROOT), builder=choose_builder(builder),
-                     structures=StructureCache(tmp_path / "cache"), documents=YamlDocuments(REPO_ROOT))
+                     structures=StructureCache(default_cache_dir()), documents=YamlDocuments(REPO_ROOT))
 
 
 def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str, workspace: Workspace) -> None:
@@ -84,20 +86,20 @@ def check_snapshot_is_the_frameworks(recipe: Path, key: str, expected_class: str
 
 @pytest.mark.parametrize("builder", ["auto", "framework"])
 @pytest.mark.parametrize("recipe", sorted(QWEN3_5))
-def test_qwen3_5_snapshot_lists_the_framework_class_parameters(recipe: str, builder: str, tmp_path: Path) -> None:
-    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, QWEN3_5[recipe], options(tmp_path, builder))
+def test_qwen3_5_snapshot_lists_the_framework_class_parameters(recipe: str, builder: str) -> None:
+    check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, QWEN3_5[recipe], options(builder))
 
 
-def test_qwen3_5_framework_names_differ_from_transformers_ones_where_the_issue_says(tmp_path: Path) -> None:
+def test_qwen3_5_framework_names_differ_from_transformers_ones_where_the_issue_says() -> None:
     """The framework's Qwen3.5 keeps its linear-attention fp32 parameters under ``_fp32_params``."""
     _, names = framework_parameter_names("Qwen/Qwen3.5-9B")
     assert any("linear_attn._fp32_params." in name for name in names)
 
 
 @pytest.mark.parametrize("recipe", sorted(OMNI))
-def test_omni_snapshot_lists_the_thinker_parameters(recipe: str, tmp_path: Path) -> None:
+def test_omni_snapshot_lists_the_thinker_parameters(recipe: str) -> None:
     """No talker, no code2wav: the thinker the framework builds."""
-    workspace = options(tmp_path, "auto")
+    workspace = options("auto")
     check_snapshot_is_the_frameworks(REPO_ROOT / recipe, recipe, OMNI[recipe], workspace)
     structure = workspace.frozen_set(workspace.recipe(REPO_ROOT / recipe)).structure
     assert not any(name.startswith(("talker.", "token2wav.", "code2wav.")) for name in structure.parameters_by_name)
@@ -113,5 +115,5 @@ def test_omni_recipe_naming_a_generator_is_an_input_error_under_the_framework(re
     assert named != text
     copied.write_text(named, encoding="utf-8")
     with pytest.raises(MmfreezeError, match="no role 'generator'"):
-        workspace = options(tmp_path, "auto")
+        workspace = options("auto")
         compute_snapshot(copied, recipe, workspace, FrozenSetCache(workspace.structures.directory))

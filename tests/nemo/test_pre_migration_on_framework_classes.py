@@ -49,7 +49,7 @@ from mmfreeze.models.structure import structure_of
 from mmfreeze.recipes.recipe import load_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.boundary.releases import CURRENT_RULES, FrameworkRules
-from tests.conftest import LEGACY_CORPUS, REPO_ROOT, legacy_rules
+from tests.conftest import LEGACY_CORPUS, REPO_ROOT, legacy_rules, run_cache
 from tests.nemo.framework_env import requires_framework
 from tests.nemo.framework_pipeline import Outcome, assert_stock_framework, built_model, framework_outcome
 
@@ -81,7 +81,7 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     shutil.copytree(LEGACY_CORPUS, root)
     pyproject = root / "pyproject.toml"
     assert DECLARED in pyproject.read_text(), "the pre-migration corpus no longer declares nemo-automodel 0.6"
-    cache = tmp_path_factory.getbasetemp() / "upgrade-cache"
+    cache = run_cache(tmp_path_factory)  # the models the rest of the run builds too
     first = _migrate(root, cache)
     pyproject.write_text(pyproject.read_text().replace(DECLARED, 'framework = "0.7"'))
     second = _migrate(root, cache)
