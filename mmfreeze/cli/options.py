@@ -63,12 +63,11 @@ def command_workspace(
         raise SystemExit(ExitCode.USAGE) from None
 
 
-def workers_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--workers: processes that build distinct model configs on a cold cache."""
-    return click.option(
-        "--workers", type=click.IntRange(min=1), default=None,
-        help="Worker processes for building models missing from the cache (default: available cores).",
-    )(command)
+workers_option = click.option(
+    "--workers", type=click.IntRange(min=1), default=None,
+    help="Worker processes for building models missing from the cache (default: available cores).",
+)
+"""--workers: processes that build distinct model configs on a cold cache."""
 
 
 def repository_settings(

@@ -100,7 +100,7 @@ def canonical_module_path(path: str) -> str:
 
 
 def framework_freeze_steps(
-    structure: ModelStructure, config: FrameworkFreezeConfig, *, strict: bool = True, source: str | None = None
+    structure: ModelStructure, config: FrameworkFreezeConfig, *, source: str | None = None
 ) -> Iterator[tuple[str, bool, str]]:
     """``(parameter name, trainable, rule)`` in the framework's order: flags, then freeze
     selectors, then unfreeze selectors. Later steps override earlier ones."""
@@ -111,16 +111,14 @@ def framework_freeze_steps(
         yield from ((name, False, rule) for name, rule in flag_matches(structure, VIDEO_EMBEDDER_MODULES))
     for selectors, trainable in ((config.freeze_modules, False), (config.unfreeze_modules, True)):
         for selector in selectors:
-            names = _selected_parameters(structure, selector, strict=strict, source=source)
+            names = _selected_parameters(structure, selector, source=source)
             yield from ((name, trainable, f"{selector.where}: {selector.describe()}") for name in names)
 
 
-def _selected_parameters(
-    structure: ModelStructure, selector: ModuleSelector, *, strict: bool, source: str | None
-) -> list[str]:
+def _selected_parameters(structure: ModelStructure, selector: ModuleSelector, *, source: str | None) -> list[str]:
     matched = selector.select((path for path in structure.modules if path), key=canonical_module_path)
     names = list(parameters_under_any(structure, matched))
-    if strict and not names:
+    if not names:
         paths = [path for path in structure.modules if path and path not in structure.module_aliases]
         raise FreezeConfigError(
             f"{unmatched(selector, matched_modules=len(matched), module_paths=paths)} "

@@ -12,9 +12,10 @@ Only a failing check pays for this.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from mmfreeze.guard.live import LiveModel
-from mmfreeze.models.structure import ModelStructure, ParameterInfo
+from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.canonical import canonicalize
 from mmfreeze.snapshots.grouping import grouper
 
@@ -31,11 +32,6 @@ def canonical_structure(structure: ModelStructure) -> ModelStructure:
         class_name=canonical.class_name,
         modules=dict(canonical.modules),
         module_aliases={path: first for path, first in canonical.identity.items() if path != first},
-        parameters=tuple(
-            ParameterInfo(
-                name=parameter.name, shape=raw[parameter.raw_name].shape,
-                requires_grad=raw[parameter.raw_name].requires_grad, aliases=parameter.aliases,
-            )
-            for parameter in canonical.parameters
-        ),
+        parameters=tuple(replace(raw[parameter.raw_name], name=parameter.name, aliases=parameter.aliases)
+                         for parameter in canonical.parameters),
     )

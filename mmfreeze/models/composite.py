@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmfreeze.boundary.names import COMPOSITE
 from mmfreeze.exceptions import EnvironmentBuildError, ModelBuildError, first_line
-from mmfreeze.models.structure import ModelStructure, ParameterInfo, StructurePart, structure_of
+from mmfreeze.models.structure import ModelStructure, StructurePart, structure_of
 from mmfreeze.recipes.composite import DrafterSection
 from mmfreeze.versions import installed_version
 
@@ -69,10 +69,7 @@ def composite_structure(base: LiveModel, drafter: LiveModel, section: DrafterSec
     built = {f"{prefix}.{info.name}": info.requires_grad for prefix, part in parts.items() for info in part.parameters}
     return replace(
         whole,
-        parameters=tuple(
-            ParameterInfo(name=info.name, shape=info.shape, requires_grad=built[info.name], aliases=info.aliases)
-            for info in whole.parameters
-        ),
+        parameters=tuple(replace(info, requires_grad=built[info.name]) for info in whole.parameters),
         build_note="; ".join(f"{prefix}: {part.build_note}" for prefix, part in parts.items() if part.build_note),
         built_by="; ".join(f"{prefix}: {part.built_by}" for prefix, part in parts.items() if part.built_by),
         parts=tuple(

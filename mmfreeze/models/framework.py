@@ -23,13 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.boundary.names import DISTRIBUTION, PACKAGE_PREFIX, transformers_pin
 from mmfreeze.exceptions import SettingsError
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 from mmfreeze.settings import BUILDER_SETTINGS, BuilderSetting, FallbackSetting
 from mmfreeze.versions import installed_version
+
+if TYPE_CHECKING:
+    from mmfreeze.models.loader import ModelRequest
+    from mmfreeze.models.structure import ModelStructure
 
 DATA_FILE = "framework_classes.json"
 
@@ -207,16 +211,15 @@ def divergence_statement(
     return statement
 
 
-def describe_build(
-    architecture: str, build_note: str, spec: BuildSpec, config: Mapping[str, Any], *, target: str, built_by: str = ""
-) -> dict[str, str]:
-    """The snapshot header's ``builder`` and ``divergence`` values (also shown by ``explain``):
-    ``architecture`` is the class built, ``build_note`` the structure's fallback reason,
-    ``built_by`` the framework's label when its class stood in for a missing transformers one."""
-    if built_by:
-        return {"builder": built_by, "divergence": ""}
-    divergence = divergence_statement(config, architecture, target=target, spec=spec, fallback_reason=build_note)
-    return {"builder": built_label(builder_label(spec), build_note=build_note), "divergence": divergence}
+def builder_fields(structure: ModelStructure, request: ModelRequest, config: Mapping[str, Any], *,
+                   target: str) -> dict[str, str]:
+    """The snapshot header's ``builder`` and ``divergence`` values for ``structure`` built for ``request``
+    (also shown by ``explain``); no divergence where the framework's class stood in (``structure.built_by``)."""
+    note, spec = structure.build_note, request.build
+    divergence = "" if structure.built_by else divergence_statement(
+        config, structure.class_name, target=target, spec=spec, fallback_reason=note)
+    return {"builder": built_label(builder_label(spec), build_note=note, built_by=structure.built_by),
+            "divergence": divergence}
 
 
 def built_label(label: str, *, build_note: str = "", built_by: str = "") -> str:

@@ -186,8 +186,7 @@ class ModelStructure:
             module_aliases={own(p): own(t) for p, t in self.module_aliases.items()
                             if own(p) is not None and own(t) is not None},
             parameters=tuple(
-                ParameterInfo(name=own(info.name), shape=info.shape, requires_grad=info.requires_grad,
-                              aliases=tuple(own(a) for a in info.aliases if own(a) is not None))
+                replace(info, name=own(info.name), aliases=tuple(own(a) for a in info.aliases if own(a) is not None))
                 for info in self.parameters if own(info.name) is not None
             ),
             linear_modules=frozenset(own(p) for p in self.linear_modules if own(p) is not None),

@@ -7,17 +7,13 @@ codec or tokenizer encoder, since it plays the tower's part for freezing and sha
 from __future__ import annotations
 
 from mmfreeze.resolver.entry import ArchitectureEntry
-from mmfreeze.resolver.table_parts import STANDARD_LANGUAGE, decl, language, projector, tower
+from mmfreeze.resolver.table_parts import decl, language, projector, standard, tower
 
-AUDIO_STANDARD = ArchitectureEntry(
-    modules=(tower("model.audio_tower", modality="audio"), projector("model.multi_modal_projector", modality="audio")),
-    language_model=STANDARD_LANGUAGE,
+AUDIO_STANDARD = standard(
+    tower("model.audio_tower", modality="audio"), projector("model.multi_modal_projector", modality="audio"),
 )
 
-GRANITE_SPEECH = ArchitectureEntry(
-    modules=(tower("model.encoder", modality="audio"), projector("model.projector", modality="audio")),
-    language_model=STANDARD_LANGUAGE,
-)
+GRANITE_SPEECH = standard(tower("model.encoder", modality="audio"), projector("model.projector", modality="audio"))
 
 TABLE = {
     **dict.fromkeys(
@@ -36,13 +32,10 @@ TABLE = {
     "GraniteSpeechForConditionalGeneration": GRANITE_SPEECH,
     "GraniteSpeechPlusForConditionalGeneration": GRANITE_SPEECH,
     # Two tokenizer encoders (acoustic, semantic) feed one projector.
-    "VibeVoiceAsrForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            tower("model.acoustic_tokenizer_encoder", modality="audio"),
-            tower("model.semantic_tokenizer_encoder", modality="audio"),
-            projector("model.multi_modal_projector", modality="audio"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "VibeVoiceAsrForConditionalGeneration": standard(
+        tower("model.acoustic_tokenizer_encoder", modality="audio"),
+        tower("model.semantic_tokenizer_encoder", modality="audio"),
+        projector("model.multi_modal_projector", modality="audio"),
     ),
     # The word-timestamp encoder and head read audio features and predict timings: audio,
     # role ``head`` (they are not on the path into the language model).

@@ -38,28 +38,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl
+from mmfreeze.resolver.entry import ArchitectureEntry, ModuleDecl
 from mmfreeze.resolver.table_text import GEMMA4_DRAFTER
-from mmfreeze.resolver.table_parts import (
-    STANDARD_LANGUAGE,
-    decl,
-    vision_projector,
-    vision_tower,
-)
+from mmfreeze.resolver.table_parts import decl, language, standard, vision_projector, vision_tower
 
-KIMI_LANGUAGE = (
-    LanguagePart(paths=("model.language_model",), part="decoder"),
-    LanguagePart(paths=("model.language_model.model.embed_tokens",), part="embeddings"),
-    LanguagePart(paths=("model.language_model.lm_head",), part="lm_head"),
-)
 KIMI = ArchitectureEntry(
     modules=(vision_tower("model.vision_tower"), vision_projector("model.multi_modal_projector")),
-    language_model=KIMI_LANGUAGE,
+    language_model=language("model.language_model", embeddings="model.language_model.model.embed_tokens",
+                            lm_head="model.language_model.lm_head"),
 )
-
-
-def _generator(path: str) -> ModuleDecl:
-    return decl(path, modality="vision", role="generator", required=False)
 
 
 TABLE: Mapping[str, ArchitectureEntry] = {
@@ -67,22 +54,18 @@ TABLE: Mapping[str, ArchitectureEntry] = {
     "Gemma4DrafterForCausalLM": GEMMA4_DRAFTER,
     "KimiK25VLForConditionalGeneration": KIMI,
     "KimiVLForConditionalGeneration": KIMI,
-    "LLaVAOneVision1_5_ForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.visual"), vision_projector("model.visual.merger")),
-        language_model=STANDARD_LANGUAGE,
+    "LLaVAOneVision1_5_ForConditionalGeneration": standard(
+        vision_tower("model.visual"), vision_projector("model.visual.merger"),
     ),
     "BagelForUnifiedMultimodal": ArchitectureEntry(
         modules=(
             vision_tower("model.vit_model"),
             vision_projector("model.connector"),
             vision_projector("model.vit_pos_embed"),
-            *(_generator(f"model.{name}") for name in ("vae2llm", "llm2vae", "latent_pos_embed", "time_embedder")),
+            *(decl(f"model.{name}", modality="vision", role="generator", required=False)
+              for name in ("vae2llm", "llm2vae", "latent_pos_embed", "time_embedder")),
         ),
-        language_model=(
-            LanguagePart(paths=("model.language_model.model",), part="decoder"),
-            LanguagePart(paths=("model.language_model.model.embed_tokens",), part="embeddings"),
-            LanguagePart(paths=("model.language_model.lm_head",), part="lm_head"),
-        ),
+        language_model=language("model.language_model.model", lm_head="model.language_model.lm_head"),
     ),
 }
 """Framework classes whose names transformers does not use."""

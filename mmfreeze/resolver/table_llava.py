@@ -8,14 +8,7 @@ from __future__ import annotations
 
 from mmfreeze.resolver.entry import ArchitectureEntry, Unowned
 from mmfreeze.resolver.table_parts import (
-    IMAGE_NEWLINE,
-    STANDARD_LANGUAGE,
-    decl,
-    language,
-    tower,
-    vision_projector,
-    vision_tower,
-    vision_tower_and_projector,
+    IMAGE_NEWLINE, decl, language, standard, tower, vision_projector, vision_tower, vision_tower_and_projector,
 )
 
 STANDARD = vision_tower_and_projector()
@@ -80,45 +73,34 @@ OTHER_NAMES = {
         vision_tower_and_projector("model.vision_tower", "model.merger"),
     ),
     # Ovis2 maps visual tokens through a probabilistic embedding table instead of a projector.
-    "Ovis2ForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder")),
-        language_model=STANDARD_LANGUAGE,
+    "Ovis2ForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"), decl("model.visual_embeddings_table", modality="vision", role="embedder"),
     ),
     # Ovis2.5 (transformers 5.25): inside ``multi_modal_projector``, ``visual_tokenizer`` turns tower
     # features into probabilities over a visual vocabulary (a projector), and
     # ``visual_embeddings_table`` is that vocabulary's embedding table (an embedder, as in Ovis2).
-    "Ovis2_5ForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_tower"),
-            vision_projector("model.multi_modal_projector.visual_tokenizer"),
-            decl("model.multi_modal_projector.visual_embeddings_table", modality="vision", role="embedder"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "Ovis2_5ForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"),
+        vision_projector("model.multi_modal_projector.visual_tokenizer"),
+        decl("model.multi_modal_projector.visual_embeddings_table", modality="vision", role="embedder"),
     ),
     # LLaVA-OneVision-1.5 (transformers 5.25; the framework's own class: table_framework.py): the
     # merger is a projector inside the tower, as in Qwen-VL.
-    "LlavaOnevision15ForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.visual"), vision_projector("model.visual.merger")),
-        language_model=STANDARD_LANGUAGE,
+    "LlavaOnevision15ForConditionalGeneration": standard(
+        vision_tower("model.visual"), vision_projector("model.visual.merger"),
     ),
     # Two CLIP towers, one per input kind, sharing one projector.
-    "VideoLlavaForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.image_tower"),
-            tower("model.video_tower", modality="video"),
-            vision_projector("model.multi_modal_projector"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "VideoLlavaForConditionalGeneration": standard(
+        vision_tower("model.image_tower"),
+        tower("model.video_tower", modality="video"),
+        vision_projector("model.multi_modal_projector"),
     ),
-    "DeepseekVLHybridForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_model"),
-            vision_tower("model.high_res_vision_model"),
-            decl("model.high_res_vision_neck", modality="vision", role="tower"),
-            vision_projector("model.high_res_vision_proj"),
-            vision_projector("model.aligner"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "DeepseekVLHybridForConditionalGeneration": standard(
+        vision_tower("model.vision_model"),
+        vision_tower("model.high_res_vision_model"),
+        decl("model.high_res_vision_neck", modality="vision", role="tower"),
+        vision_projector("model.high_res_vision_proj"),
+        vision_projector("model.aligner"),
         unowned=(
             Unowned(
                 path="model.high_res_vision_alpha",
@@ -126,18 +108,15 @@ OTHER_NAMES = {
             ),
         ),
     ),
-    "MuseGlimmerForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.vision_tower"), vision_projector("model.vision_adapter"), vision_projector("model.vision_projection")),
-        language_model=STANDARD_LANGUAGE,
+    "MuseGlimmerForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"), vision_projector("model.vision_adapter"),
+        vision_projector("model.vision_projection"),
     ),
-    "MuseSparkForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_tower"),
-            vision_projector("model.vision_adapter"),
-            vision_projector("model.vision_projection"),
-            tower("model.audio_tower", modality="audio"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "MuseSparkForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"),
+        vision_projector("model.vision_adapter"),
+        vision_projector("model.vision_projection"),
+        tower("model.audio_tower", modality="audio"),
     ),
 }
 

@@ -25,14 +25,7 @@ from dataclasses import replace
 
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart, ModuleDecl, Unowned
 from mmfreeze.resolver.table_parts import (
-    STANDARD_LANGUAGE,
-    decl,
-    language,
-    other,
-    projector,
-    tower,
-    vision_projector,
-    vision_tower,
+    decl, language, other, projector, standard, tower, vision_projector, vision_tower,
 )
 
 
@@ -50,6 +43,9 @@ IDEFICS2_FAMILY = ArchitectureEntry(
     modules=(vision_tower("model.vision_model"), vision_projector("model.connector")),
     language_model=language("model.text_model"),
 )
+
+FLAT_LANGUAGE = (*language("model.layers", embeddings="model.embed_tokens"), other("model.norm"))
+"""A decoder whose layers, embeddings and norm sit directly under ``model``."""
 
 KOSMOS2_FAMILY = ArchitectureEntry(
     modules=(vision_tower("vision_model"), vision_projector("image_to_text_projection")),
@@ -81,9 +77,8 @@ TABLE = {
     ),
     "BlipForConditionalGeneration": ArchitectureEntry(
         modules=(vision_tower("vision_model"),),
-        language_model=language(
-            "text_decoder.bert", embeddings="text_decoder.bert.embeddings", lm_head="text_decoder.cls"
-        ),
+        language_model=language("text_decoder.bert", embeddings="text_decoder.bert.embeddings",
+                                lm_head="text_decoder.cls"),
     ),
     "VisionEncoderDecoderModel": ArchitectureEntry(
         modules=(decl("encoder", modality="vision", role="tower", conditionally_executed=False),),
@@ -99,29 +94,20 @@ TABLE = {
     ),
     "T5Gemma2ForConditionalGeneration": ArchitectureEntry(
         modules=(vision_tower("model.encoder.vision_tower"), vision_projector("model.encoder.multi_modal_projector")),
-        language_model=(
-            *language("model.encoder.text_model", lm_head="lm_head"),
-            other("model.decoder"),
-        ),
+        language_model=(*language("model.encoder.text_model", lm_head="lm_head"), other("model.decoder")),
     ),
     # UDOP embeds image patches inside the T5 encoder (``patch_embed`` is tied to
     # ``encoder.embed_patches``) and adds 2-D cell embeddings for layout.
     "UdopForConditionalGeneration": ArchitectureEntry(
         modules=(decl("patch_embed", modality="vision", role="embedder"),),
-        language_model=(
-            *language("encoder", embeddings="shared", lm_head="lm_head"),
-            other("decoder"),
-        ),
+        language_model=(*language("encoder", embeddings="shared", lm_head="lm_head"), other("decoder")),
     ),
     "GitForCausalLM": ArchitectureEntry(
         modules=(vision_tower("git.image_encoder"), vision_projector("git.visual_projection")),
         language_model=language("git.encoder", embeddings="git.embeddings", lm_head="output"),
     ),
     # Fuyu has no tower: image patches go through one linear layer into the decoder.
-    "FuyuForCausalLM": ArchitectureEntry(
-        modules=(decl("model.vision_embed_tokens", modality="vision", role="embedder"),),
-        language_model=STANDARD_LANGUAGE,
-    ),
+    "FuyuForCausalLM": standard(decl("model.vision_embed_tokens", modality="vision", role="embedder")),
     "Llama4ForConditionalGeneration": ArchitectureEntry(
         modules=(vision_tower("vision_model"), vision_projector("multi_modal_projector")),
         language_model=language("language_model.model", lm_head="language_model.lm_head"),
@@ -136,10 +122,7 @@ TABLE = {
             decl("model.gated_cross_attn_layers", modality="vision", role="cross_attention"),
             decl("model.perceiver_resampler", modality="vision", role="resampler", required=False),
         ),
-        language_model=(
-            *language("model.layers", embeddings="model.embed_tokens"),
-            other("model.norm"),
-        ),
+        language_model=FLAT_LANGUAGE,
     ),
     "Phi4MultimodalForCausalLM": ArchitectureEntry(
         modules=(
@@ -148,62 +131,42 @@ TABLE = {
             projector("model.embed_tokens_extend.audio_embed", modality="audio"),
             tower("model.embed_tokens_extend.audio_embed.encoder", modality="audio"),
         ),
-        language_model=(
-            *language("model.layers", embeddings="model.embed_tokens"),
-            other("model.norm"),
-        ),
+        language_model=FLAT_LANGUAGE,
     ),
-    "JanusForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_model"),
-            vision_projector("model.aligner"),
-            decl("model.vqmodel", modality="vision", role="generator"),
-            decl("model.generation_embeddings", modality="vision", role="generator"),
-            decl("model.generation_aligner", modality="vision", role="generator"),
-            decl("model.generation_head", modality="vision", role="generator"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "JanusForConditionalGeneration": standard(
+        vision_tower("model.vision_model"),
+        vision_projector("model.aligner"),
+        decl("model.vqmodel", modality="vision", role="generator"),
+        decl("model.generation_embeddings", modality="vision", role="generator"),
+        decl("model.generation_aligner", modality="vision", role="generator"),
+        decl("model.generation_head", modality="vision", role="generator"),
     ),
-    "Gemma3nForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_tower"),
-            decl("model.embed_vision", modality="vision", role="embedder"),
-            tower("model.audio_tower", modality="audio"),
-            decl("model.embed_audio", modality="audio", role="embedder"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "Gemma3nForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"),
+        decl("model.embed_vision", modality="vision", role="embedder"),
+        tower("model.audio_tower", modality="audio"),
+        decl("model.embed_audio", modality="audio", role="embedder"),
     ),
-    "Gemma4ForConditionalGeneration": ArchitectureEntry(
-        modules=optional(
-            vision_tower("model.vision_tower"),
-            decl("model.embed_vision", modality="vision", role="embedder"),
-            tower("model.audio_tower", modality="audio"),
-            decl("model.embed_audio", modality="audio", role="embedder"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "Gemma4ForConditionalGeneration": standard(*optional(
+        vision_tower("model.vision_tower"),
+        decl("model.embed_vision", modality="vision", role="embedder"),
+        tower("model.audio_tower", modality="audio"),
+        decl("model.embed_audio", modality="audio", role="embedder"),
+    )),
+    "Gemma4UnifiedForConditionalGeneration": standard(*optional(
+        decl("model.embed_vision", modality="vision", role="embedder"),
+        decl("model.embed_audio", modality="audio", role="embedder"),
+    )),
+    "Ernie4_5_VLMoeForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"), decl("model.resampler_model", modality="vision", role="resampler"),
     ),
-    "Gemma4UnifiedForConditionalGeneration": ArchitectureEntry(
-        modules=optional(
-            decl("model.embed_vision", modality="vision", role="embedder"),
-            decl("model.embed_audio", modality="audio", role="embedder"),
-        ),
-        language_model=STANDARD_LANGUAGE,
-    ),
-    "Ernie4_5_VLMoeForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.vision_tower"), decl("model.resampler_model", modality="vision", role="resampler")),
-        language_model=STANDARD_LANGUAGE,
-    ),
-    "InklingForConditionalGeneration": ArchitectureEntry(
-        modules=(vision_tower("model.vision_tower"), tower("model.audio_tower", modality="audio")),
-        language_model=STANDARD_LANGUAGE,
+    "InklingForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"), tower("model.audio_tower", modality="audio"),
     ),
     # Apertus tokenizes images and audio into discrete tokens the decoder reads as text.
-    "Apertus1p5ForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            decl("model.vision_tokenizer", modality="vision", role="tokenizer"),
-            decl("model.audio_tokenizer", modality="audio", role="tokenizer"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "Apertus1p5ForConditionalGeneration": standard(
+        decl("model.vision_tokenizer", modality="vision", role="tokenizer"),
+        decl("model.audio_tokenizer", modality="audio", role="tokenizer"),
     ),
     # A protein-language model: the open modality string at work.
     "EvollaForProteinText2Text": ArchitectureEntry(
@@ -211,7 +174,7 @@ TABLE = {
             tower("model.protein_encoder.model", modality="protein"),
             decl("model.protein_encoder.sequence_compressor_resampler", modality="protein", role="resampler"),
         ),
-        language_model=(*language("model.layers", embeddings="model.embed_tokens"), other("model.norm")),
+        language_model=FLAT_LANGUAGE,
     ),
     # A vision-language-action policy: the PaliGemma VLM is the language model's context, the
     # action expert (``dit``) and action embeddings are the ``action`` modality.
@@ -228,6 +191,6 @@ TABLE = {
     # Listed in transformers' multimodal-LM mapping but text-only: nothing multimodal to resolve.
     "Mistral4ForCausalLM": ArchitectureEntry(
         modules=(),
-        language_model=(*language("model.layers", embeddings="model.embed_tokens"), other("model.norm")),
+        language_model=FLAT_LANGUAGE,
     ),
 }

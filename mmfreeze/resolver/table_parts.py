@@ -53,6 +53,11 @@ def other(*paths: str) -> LanguagePart:
 STANDARD_LANGUAGE = language("model.language_model")
 
 
+def standard(*modules: ModuleDecl, unowned: tuple[Unowned, ...] = ()) -> ArchitectureEntry:
+    """``modules`` beside ``STANDARD_LANGUAGE``."""
+    return ArchitectureEntry(modules=modules, language_model=STANDARD_LANGUAGE, unowned=unowned)
+
+
 def vision_tower_and_projector(
     tower_path: str = "model.vision_tower",
     projector_path: str = "model.multi_modal_projector",
@@ -60,11 +65,7 @@ def vision_tower_and_projector(
     unowned: tuple[Unowned, ...] = (),
 ) -> ArchitectureEntry:
     """The standard VLM layout: a vision tower and projector beside ``STANDARD_LANGUAGE``."""
-    return ArchitectureEntry(
-        modules=(vision_tower(tower_path), vision_projector(projector_path)),
-        language_model=STANDARD_LANGUAGE,
-        unowned=unowned,
-    )
+    return standard(vision_tower(tower_path), vision_projector(projector_path), unowned=unowned)
 
 
 IMAGE_NEWLINE = Unowned(

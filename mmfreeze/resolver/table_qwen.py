@@ -23,21 +23,11 @@ thinkers. 5.24 nests the towers and the text model under ``model`` (``model.visu
 from __future__ import annotations
 
 from mmfreeze.resolver.entry import ArchitectureEntry, LanguagePart
-from mmfreeze.resolver.table_parts import (
-    STANDARD_LANGUAGE,
-    decl,
-    projector,
-    tower,
-    vision_projector,
-    vision_tower,
-)
+from mmfreeze.resolver.table_parts import decl, projector, standard, tower, vision_projector, vision_tower
 
 
 def visual_with_merger(*projectors: str, visual: str = "model.visual") -> ArchitectureEntry:
-    return ArchitectureEntry(
-        modules=(vision_tower(visual), *(vision_projector(p) for p in projectors)),
-        language_model=STANDARD_LANGUAGE,
-    )
+    return standard(vision_tower(visual), *(vision_projector(p) for p in projectors))
 
 
 QWEN2_VL = visual_with_merger("model.visual.merger")
@@ -126,18 +116,13 @@ TABLE = {
     ),
     "Cosmos3EdgeForConditionalGeneration": visual_with_merger("model.projector"),
     "PaddleOCRVLForConditionalGeneration": visual_with_merger("model.projector"),
-    "Dots3NoteForConditionalGeneration": ArchitectureEntry(
-        modules=(
-            vision_tower("model.vision_tower"),
-            vision_projector("model.vision_tower.merger"),
-            tower("model.audio_tower", modality="audio"),
-            projector("model.audio_tower.adapter", modality="audio"),
-        ),
-        language_model=STANDARD_LANGUAGE,
+    "Dots3NoteForConditionalGeneration": standard(
+        vision_tower("model.vision_tower"),
+        vision_projector("model.vision_tower.merger"),
+        tower("model.audio_tower", modality="audio"),
+        projector("model.audio_tower.adapter", modality="audio"),
     ),
-    "HYV4VLForConditionalGeneration": visual_with_merger(
-        "model.vision_tower.patch_merger", visual="model.vision_tower"
-    ),
+    "HYV4VLForConditionalGeneration": visual_with_merger("model.vision_tower.patch_merger", visual="model.vision_tower"),
     "Inkling2ForConditionalGeneration": visual_with_merger("model.vision_tower.merger", visual="model.vision_tower"),
     "Inkling2LoopForConditionalGeneration": visual_with_merger("model.vision_tower.merger", visual="model.vision_tower"),
     "Qwen2_5OmniThinkerForConditionalGeneration": QWEN2_5_OMNI_THINKER,

@@ -10,14 +10,14 @@ which computes each once: a changed recipe's diff and cost read the same result.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import ConfigSourceError, EnvironmentBuildError, MmfreezeError
 from mmfreeze.models.batch import BuildTick, build_missing
-from mmfreeze.models.framework import describe_build
+from mmfreeze.models.framework import builder_fields
 from mmfreeze.models.loader import ModelRequest, structure_source
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.recipe import Recipe
@@ -132,13 +132,6 @@ def _recipe_fields(recipe: Recipe, key: str, workspace: Workspace) -> dict[str, 
     # A local directory is stored by where the settings allow it, never by its absolute path.
     return {"recipe": key, "model_id": source.local_label or recipe.model.model_id,
             "config": describe_config_source(source.kind, source.provenance)}
-
-
-def builder_fields(structure: ModelStructure, request: ModelRequest, config: Mapping[str, Any], *,
-                   target: str) -> dict[str, str]:
-    """The header's ``builder`` and ``divergence`` values for ``structure`` built for ``request``."""
-    return describe_build(structure.class_name, structure.build_note, request.build, config, target=target,
-                          built_by=structure.built_by)
 
 
 def _record(recipe: Recipe, workspace: Workspace, frozen_sets: FrozenSetCache) -> Snapshot:
