@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ruamel.yaml import YAML
 
 
-def generate_corpus(source: Path, out: Path, count: int) -> list[Path]:
+def generate_corpus(source: Path, out: Path, count: int, *, only: Sequence[str] = ()) -> list[Path]:
+    """``count`` variants of the recipes under ``source`` (of ``only`` these, relative to it, if given)."""
     yaml = YAML()  # round-trip: comments and layout of the originals survive
-    bases = sorted(source.rglob("*.yaml"))
+    bases = [source / name for name in only] or sorted(source.rglob("*.yaml"))
     written = []
     for index in range(count):
         base = bases[index % len(bases)]
