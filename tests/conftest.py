@@ -1,4 +1,4 @@
-"""Shared fixtures: every test runs with its own empty structure cache, never the user's."""
+"""Shared fixtures: each test run has its own structure cache, shared by its tests and workers, never the user's."""
 
 from __future__ import annotations
 
