@@ -89,17 +89,21 @@ def test_the_recipe_s_world_size_is_dp_times_tp_cp_pp(distributed: dict, world: 
     assert recipe_world_size({"distributed": distributed}) == world
 
 
-def test_a_framework_class_with_its_own_parallelizer_is_refused_and_a_transformers_one_of_that_name_is_not() -> None:
+def test_a_framework_class_with_its_own_parallelizer_is_refused_unless_it_runs_the_shared_one_and_a_transformers_one_of_that_name_is_not() -> None:
+    """Qwen3.5's parallelizer shards otherwise (its own ``_apply_fsdp_sharding``); dense Qwen3-VL's runs
+    the shared path and sets a context-parallel mesh (measured: ``tests/nemo/test_memory_exact.py``)."""
     from dataclasses import replace
 
     from mmfreeze.memory.errors import MemoryModelError
     from mmfreeze.memory.recipe import check_shared_parallelizer
 
-    own = replace(STRUCTURE, class_name="Qwen3VLForConditionalGeneration",
-                  class_module="nemo_automodel.components.models.qwen3_vl.model")
-    with pytest.raises(MemoryModelError, match="r.yaml: model: the framework shards Qwen3VLForConditionalGeneration"):
+    own = replace(STRUCTURE, class_name="Qwen3_5ForConditionalGeneration",
+                  class_module="nemo_automodel.components.models.qwen3_5.model")
+    with pytest.raises(MemoryModelError, match="r.yaml: model: the framework shards Qwen3_5ForConditionalGeneration"):
         check_shared_parallelizer(own, source="r.yaml")
-    check_shared_parallelizer(replace(own, class_module="transformers.models.qwen3_vl.modeling_qwen3_vl"), source="r")
+    check_shared_parallelizer(replace(own, class_module="transformers.models.qwen3_5.modeling_qwen3_5"), source="r")
+    check_shared_parallelizer(replace(own, class_name="Qwen3VLForConditionalGeneration",
+                                      class_module="nemo_automodel.components.models.qwen3_vl.model"), source="r")
 
 
 def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized() -> None:

@@ -1,6 +1,7 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
-Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio), trained by
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, and Qwen3-VL,
+which the framework builds with its own class and shards with that class's own parallelizer), trained by
 nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
 on CPU, launched as
 
@@ -74,6 +75,8 @@ CASES = (
                "alpha": 8, "lora_dtype": "torch.float32"}),
     Case("qwen2_audio_replicate", "qwen2_audio", 2, "float32",
          freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate"),
+    Case("qwen3_vl_own_parallelizer", "qwen3_vl", 2, "bfloat16",  # the framework's own class
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -84,7 +87,7 @@ CASES = (
 # --------------------------------------------------------------------------------------------
 
 def tiny_config(family: str, *, tied: bool = False) -> Any:
-    from transformers import LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig
+    from transformers import LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig, Qwen3VLConfig
 
     if family == "llava":
         return LlavaConfig(
@@ -102,6 +105,15 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
                            "fullatt_block_indexes": [1]},
             image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
             tie_word_embeddings=False)
+    if family == "qwen3_vl":  # the framework builds its own class, whose parallelizer shards it
+        return Qwen3VLConfig(
+            text_config={**TEXT, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                     "mrope_section": [2, 3, 3], "mrope_interleaved": True}},
+            vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 2,
+                           "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 32,
+                           "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
+            image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
+            tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
     return Qwen2AudioConfig(
         text_config={"model_type": "qwen2", **TEXT},
         audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
@@ -117,11 +129,11 @@ def batch_spec(family: str, config: Any) -> dict[str, Any]:
         tokens = (vision.image_size // vision.patch_size) ** 2
         return {**base, "placeholders": [MEDIA_TOKEN] * tokens,
                 "media_shape": [vision.num_channels, vision.image_size, vision.image_size]}
-    if family == "qwen2_5_vl":
+    if family in ("qwen2_5_vl", "qwen3_vl"):  # one image input: flattened patches and their grid
         vision = config.vision_config
         merge = vision.spatial_merge_size
         patch_dim = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
-        return {**base, "placeholders": [122, MEDIA_TOKEN, 123], "grid": [1, merge, merge],
+        return {**base, "kind": "qwen2_5_vl", "placeholders": [122, MEDIA_TOKEN, 123], "grid": [1, merge, merge],
                 "image_token_id": MEDIA_TOKEN, "media_shape": [merge * merge, patch_dim]}
     audio = config.audio_config
     frames = 2 * audio.max_source_positions  # the encoder's fixed input length (conv2 has stride 2)
@@ -283,10 +295,16 @@ def check_units_and_peak(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Three families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
-    tensor on every rank), 4 ranks, and a case whose ranks hold different optimizer bytes."""
+    """Four families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, and a class of
+    the framework's own sharded by that class's own parallelizer."""
     by_name = {run.case.name: run for run in runs}
-    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio"}
+    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl"}
+    own = by_name["qwen3_vl_own_parallelizer"].ranks[0]["model_class"]
+    assert own == "nemo_automodel.components.models.qwen3_vl.model.Qwen3VLForConditionalGeneration", own
+    from nemo_automodel.components.models.qwen3_vl.model import Qwen3VLForConditionalGeneration
+
+    assert type(Qwen3VLForConditionalGeneration.parallelizer).__name__ == "Qwen3VLModelParallelizer"
     assert any(run.case.world == 4 for run in runs)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]

@@ -80,12 +80,18 @@ def _measure(optimizer) -> dict[str, Any]:
         "bytes": {kind: sum(storages.values()) for kind, storages in kinds.items()},
         "storages": {kind: len(storages) for kind, storages in kinds.items()},
         "shared": shared,
-        "model_class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "model_class": _built_class(model),
         "params": {name: {"shape": list(p.shape), "local_shape": list(_local(p).shape), "dtype": str(p.dtype),
                           "requires_grad": p.requires_grad, "has_grad": p.grad is not None,
                           "kind": type(p).__name__}
                    for name, p in params.items()},
     }
+
+
+def _built_class(model) -> str:
+    """The class the recipe built, under the one ``fully_shard`` makes for it (``FSDP<name>``)."""
+    built = next(cls for cls in type(model).__mro__ if not cls.__module__.startswith("torch.distributed.fsdp"))
+    return f"{built.__module__}.{built.__qualname__}"
 
 
 def _fsdp_units(model) -> list[dict[str, Any]]:
