@@ -107,8 +107,9 @@ def test_a_framework_class_with_its_own_parallelizer_is_refused_unless_it_runs_t
 
 
 def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized() -> None:
-    """``framework_classes.json``: 0.7.0 builds its own class for these architectures (Gemma4 with its own
-    parallelizer; Mistral3 by config), so the transformers class this environment built is not what trains."""
+    """``framework_classes.json``: 0.7.0 builds its own class for these architectures (Qwen3.5 with its own
+    parallelizer; Gemma4; Mistral3 by config), so the transformers class this environment built is not what
+    trains."""
     from dataclasses import replace
 
     from mmfreeze.memory.errors import MemoryModelError
@@ -116,6 +117,8 @@ def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_siz
 
     built = replace(STRUCTURE, class_module="transformers.models.x.modeling_x")
     with pytest.raises(MemoryModelError, match="model: the framework builds .* sharded by its own parallelizer"):
+        check_framework_class({"architectures": ["Qwen3_5ForConditionalGeneration"]}, built, source="r")
+    with pytest.raises(MemoryModelError, match="model: the framework builds .* but this environment built"):
         check_framework_class({"architectures": ["Gemma4ForConditionalGeneration"]}, built, source="r")
     with pytest.raises(MemoryModelError, match="model: the framework may build .* but this environment built"):
         check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, source="r")

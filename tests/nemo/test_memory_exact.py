@@ -1,7 +1,7 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
-Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, and Qwen3-VL,
-which the framework builds with its own class and shards with that class's own parallelizer), trained by
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio; Qwen3-VL and
+Gemma4, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
 nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
 on CPU, launched as
 
@@ -23,6 +23,7 @@ All launches start together to share the two cores' import time.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -53,6 +54,17 @@ MEDIA_TOKEN = 120  # below VOCAB; ids >= TEXT_VOCAB carry no loss
 TEXT_VOCAB = 110
 
 
+OWN_PARALLELIZER_CASES = {
+    "qwen3_vl_own_parallelizer": ("nemo_automodel.components.models.qwen3_vl.model.Qwen3VLForConditionalGeneration",
+                                  "Qwen3VLModelParallelizer"),
+    "gemma4_own_parallelizer": ("nemo_automodel.components.models.gemma4_moe.model.Gemma4ForConditionalGeneration",
+                                "Gemma4ModelParallelizer"),
+}
+"""Case -> the class the run must build and its own parallelizer (the class's ``parallelizer`` sidecar)."""
+GEMMA4_MEDIA = ("vision_tower", "embed_vision", "audio_tower", "embed_audio")
+"""Gemma4's towers and their embedders, frozen: its batches are text alone, which reaches the rest."""
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -77,6 +89,8 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate"),
     Case("qwen3_vl_own_parallelizer", "qwen3_vl", 2, "bfloat16",  # the framework's own class
          freeze_config={"freeze_modules": [{"path": "model.visual"}]}),
+    Case("gemma4_own_parallelizer", "gemma4", 2, "bfloat16",  # the framework's own class; text batches
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in GEMMA4_MEDIA]}, tied=True),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -114,6 +128,8 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
                            "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
             image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
             tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
+    if family == "gemma4":
+        return tiny_gemma4()
     return Qwen2AudioConfig(
         text_config={"model_type": "qwen2", **TEXT},
         audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
@@ -121,9 +137,31 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
         audio_token_index=MEDIA_TOKEN)
 
 
+def tiny_gemma4() -> Any:
+    """Gemma-4-E2B's bundled config at tiny widths, its layout kept: per-layer input embeddings, layers
+    sharing key-value caches, tied embeddings, a vision and an audio tower."""
+    from transformers import Gemma4Config
+
+    from mmfreeze.models.config_sources import find_model_config
+
+    config = dict(find_model_config("google/gemma-4-E2B-it").config)
+    text = {**config["text_config"], **TEXT, "global_head_dim": 16, "vocab_size_per_layer_input": VOCAB,
+            "hidden_size_per_layer_input": 8, "num_hidden_layers": 4, "num_kv_shared_layers": 2, "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"] * 2, "tie_word_embeddings": True}
+    vision = {**config["vision_config"], "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 16, "position_embedding_size": 64}
+    audio = {**config["audio_config"], "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "output_proj_dims": 32}
+    media = {"image_token_id": MEDIA_TOKEN, "audio_token_id": 121, "boi_token_id": 122, "eoi_token_id": 123,
+             "video_token_id": 124, "boa_token_id": 125, "eoa_token_index": 126}
+    return Gemma4Config(**{**config, "text_config": text, "vision_config": vision, "audio_config": audio, **media})
+
+
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
     """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
+    if family == "gemma4":
+        return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
         tokens = (vision.image_size // vision.patch_size) ** 2
@@ -295,16 +333,16 @@ def check_units_and_peak(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Four families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
-    tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, and a class of
-    the framework's own sharded by that class's own parallelizer."""
+    """Five families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, and classes of
+    the framework's own, each sharded by that class's own parallelizer."""
     by_name = {run.case.name: run for run in runs}
-    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl"}
-    own = by_name["qwen3_vl_own_parallelizer"].ranks[0]["model_class"]
-    assert own == "nemo_automodel.components.models.qwen3_vl.model.Qwen3VLForConditionalGeneration", own
-    from nemo_automodel.components.models.qwen3_vl.model import Qwen3VLForConditionalGeneration
-
-    assert type(Qwen3VLForConditionalGeneration.parallelizer).__name__ == "Qwen3VLModelParallelizer"
+    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4"}
+    for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
+        built = by_name[name].ranks[0]["model_class"]
+        assert built == module, (name, built)
+        model_module, _, class_name = module.rpartition(".")
+        assert type(getattr(importlib.import_module(model_module), class_name).parallelizer).__name__ == parallelizer
     assert any(run.case.world == 4 for run in runs)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]

@@ -2,7 +2,7 @@
 ``processor`` and ``dataloader.collate_fn`` ``_target_``s (the real ones download). The batch layout is
 the framework's VLM collators' (labels pre-shifted), as in ``tests/nemo/train_worker.py`` and
 ``stock_launch/stock_launch_data.py``; ``spec`` says what the model's config needs (kind ``llava``,
-``qwen2_5_vl`` or ``qwen2_audio``), computed by the test from the tiny config.
+``qwen2_5_vl``, ``qwen2_audio``, or ``text`` for token ids alone), computed by the test from the tiny config.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def synthetic_collate(examples: list[dict[str, Any]], processor: Any = None, *, 
         batch["pixel_values"] = torch.cat(media)
         batch["image_grid_thw"] = torch.tensor([spec["grid"]] * len(examples))
         batch["mm_token_type_ids"] = (ids == spec["image_token_id"]).int()
-    else:  # qwen2_audio: log-mel features, every frame real
+    elif spec["kind"] == "qwen2_audio":  # log-mel features, every frame real
         batch["input_features"] = torch.stack(media)
         batch["feature_attention_mask"] = torch.ones(len(examples), spec["media_shape"][1], dtype=torch.long)
     return batch
