@@ -12,13 +12,7 @@ from mmfreeze.settings import VERBOSE_ENV
 
 # Command name -> "module:attribute". Each command is imported only when it runs, so a warm
 # `snapshot --check` in CI does not pay for libcst and the migration rules it never uses.
-COMMANDS = {
-    "configs": "mmfreeze.cli.configs:configs",
-    "explain": "mmfreeze.cli.explain:explain",
-    "migrate": "mmfreeze.cli.migrate:migrate",
-    "snapshot": "mmfreeze.cli.snapshot:snapshot",
-    "train": "mmfreeze.cli.train:train",
-}
+COMMANDS = {name: f"mmfreeze.cli.{name}:{name}" for name in ("configs", "explain", "migrate", "snapshot", "train")}
 
 
 class CommandTable(click.Group):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed.native import native_support
@@ -96,17 +97,8 @@ def explain_model(recipe: Recipe, loaded: LoadedStructure) -> dict[str, Any]:
 
 
 def explain_inventory(inventory: ResolvedInventory) -> list[dict[str, Any]]:
-    return [
-        {
-            "path": info.spec.path,
-            "modality": info.spec.modality,
-            "role": info.spec.role,
-            "conditionally_executed": info.spec.conditionally_executed,
-            "parameters": info.numel,
-            "source": info.source,
-        }
-        for info in inventory.modules
-    ]
+    """Each module's spec (path, modality, role, conditionally_executed), its parameters and where it came from."""
+    return [{**asdict(info.spec), "parameters": info.numel, "source": info.source} for info in inventory.modules]
 
 
 def explain_freezing(frozen: FrozenSetResult, inventory: ResolvedInventory) -> dict[str, Any]:

@@ -205,14 +205,14 @@ def _parse_selector(item: Any, where: str, problems: list[str]) -> Selector | No
         return None
 
 
-def parse_layer_range(item: Mapping[str, Any], where: str, problems: list[str], *, section: str = SECTION,
-                      extra_keys: tuple[str, ...] = ()) -> LayerRange | None:
+def parse_layer_range(item: Mapping[str, Any], where: str, problems: list[str], *,
+                      section: str = SECTION) -> LayerRange | None:
     """``{layers: GROUP, ...}`` as a :class:`LayerRange`, or ``None`` with each problem appended
-    (``<section>.<where>.<key>: message``); ``extra_keys`` are the entry's own other keys."""
+    (``<section>.<where>.<key>: message``)."""
     found = len(problems)
     at = f"{section}.{where}"
     problems += [f"{at}.{key}: not a layer-range key{did_you_mean(str(key), RANGE_KEYS)}"
-                 for key in item if key != LAYERS_KEY and key not in RANGE_KEYS and key not in extra_keys]
+                 for key in item if key != LAYERS_KEY and key not in RANGE_KEYS]
     group = item[LAYERS_KEY]
     if not isinstance(group, str) or not group.strip():
         problems.append(f"{at}.layers: must name a layer stack (language_model, vision.tower, ...), got {group!r}")

@@ -106,12 +106,11 @@ class GroupOverride:
     def key(self) -> str:
         return f"{SECTION}.{OVERRIDES}[{self.index}]"
 
-    def search(self, *, source: str | None = None, seconds: float = PATTERN_SECONDS) -> PatternSearch:
-        """A fresh ``re.search`` of the pattern, bounded to ``seconds`` over every name it is asked about."""
+    def search(self, *, source: str | None = None) -> PatternSearch:
+        """A fresh ``re.search`` of the pattern, bounded to :data:`PATTERN_SECONDS` over every name it is asked about."""
         if self.pattern is None:
             raise ValueError(f"{self.key} names its tensors with a selector, not a regex")
-        return PatternSearch(pattern=self.pattern, key=f"{self.key}.{PATTERN_KEY}", source=source or self.source,
-                             seconds=seconds)
+        return PatternSearch(pattern=self.pattern, key=f"{self.key}.{PATTERN_KEY}", source=source or self.source)
 
     @property
     def rate(self) -> tuple[float, float]:

@@ -50,7 +50,7 @@ def _layer_ranges(targets: FreezeTargets, paths: set[str]) -> tuple[list[Entry],
     for stack in targets.layer_stacks:
         for run in _runs(stack, {index for index in stack.indices if f"{stack.path}.{index}" in left}):
             if len(run) >= 2:
-                entries.append({"layers": targets.stack_name(stack), **_range_keys(stack, run)})
+                entries.append({"layers": targets.stack_name(stack), **range_keys(stack, run)})
                 left -= {f"{stack.path}.{index}" for index in run}
     return entries, left
 
@@ -65,7 +65,8 @@ def _runs(stack: LayerStack, members: set[int]) -> list[list[int]]:
     return [run for run in runs if run]
 
 
-def _range_keys(stack: LayerStack, run: list[int]) -> dict[str, int]:
+def range_keys(stack: LayerStack, run: list[int]) -> dict[str, int]:
+    """The keys beside ``layers:`` for ``run``, consecutive layers of ``stack``."""
     if run[0] == stack.indices[0]:
         return {"first": len(run)}
     if run[-1] == stack.indices[-1]:

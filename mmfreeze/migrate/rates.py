@@ -23,6 +23,7 @@ from mmfreeze.exceptions import MigrationError, RecipeError
 from mmfreeze.freeze.optimizer import OptimizerSection, parse_override
 from mmfreeze.freeze.param_groups import ParamGroups, assign_groups, select_rates
 from mmfreeze.freeze.targets import LANGUAGE_MODEL_KEY, FreezeTargets, LayerStack, group_key
+from mmfreeze.migrate.cover import range_keys
 from mmfreeze.recipes.optimizer import OVERRIDES, SECTION
 from mmfreeze.resolver.paths import name_prefixes
 
@@ -143,12 +144,7 @@ def _layer_range(stack: LayerStack, takes: frozenset[str], targets: FreezeTarget
     layers = [index for index in stack.indices if targets.names_under([f"{stack.path}.{index}"]) & takes]
     if not layers or layers != [index for index in stack.indices if layers[0] <= index <= layers[-1]]:
         return None
-    name = targets.stack_name(stack)
-    if layers[0] == stack.indices[0]:
-        return {"layers": name, "first": len(layers)}
-    if layers[-1] == stack.indices[-1]:
-        return {"layers": name, "last": len(layers)}
-    return {"layers": name, "from": layers[0], "to": layers[-1]}
+    return {"layers": targets.stack_name(stack), **range_keys(stack, layers)}
 
 
 def _common_prefix(names: Sequence[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -81,10 +82,7 @@ def _groups_json(groups: Sequence[ModuleGroup]) -> dict[str, dict[str, int]]:
 
 
 def summary_counts(results: Sequence[FileResult]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.status] = counts.get(result.status, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(result.status for result in results).items()))
 
 
 def integration_summary(results: Sequence[FileResult]) -> str:

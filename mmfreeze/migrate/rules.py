@@ -1,4 +1,4 @@
-"""Every rewrite rule: a stable id, a name, one line of description. The same ids appear in reports.
+"""Every rewrite rule: a stable id and a name (docs/migration.md describes each). The same ids appear in reports.
 
 Order is the order rules run in a file. YAML: MF004 runs first, so that MF001 plans on selectors
 that name the installed release's modules; MF001 rewrites `freeze_config`; MF002 runs before
@@ -21,31 +21,16 @@ from mmfreeze.exceptions import MigrationError
 class Rule:
     id: str
     name: str
-    description: str
 
 
-MF001 = Rule(id="MF001", name="freeze-config-vocabulary",
-             description="YAML `freeze_config`: legacy flags and 0.7 selectors -> (modality, role) flags, "
-                         "language_model, modules, except")
-MF002 = Rule(id="MF002", name="frozen-multimodal-sharding",
-             description="YAML `distributed.frozen_multimodal_sharding` -> `distributed.multimodal.frozen_sharding`")
-MF003 = Rule(id="MF003", name="cp-vision-frame-sharding",
-             description="YAML `distributed.cp_vision_frame_sharding` -> `distributed.multimodal.vision.frame_sharding`")
-MF004 = Rule(id="MF004", name="release-renames",
-             description="YAML `freeze_config` selectors that match no module of the installed transformers "
-                         "release, moved through its conversion mapping onto the paths it renamed them to")
-MF005 = Rule(id="MF005", name="rate-selectors",
-             description="YAML `optimizer.param_group_overrides` regex patterns -> (modality, role) selectors, "
-                         "only when proven to group every tensor as before")
-MF006 = Rule(id="MF006", name="native-compile",
-             description="YAML: the (modality, role) source kept under `mmfreeze:`, and `freeze_config` (and rate "
-                         "patterns) compiled beside it into what the framework release runs natively, proven on the "
-                         "model it builds")
-MF101 = Rule(id="MF101", name="python-apply-parameter-freezing",
-             description="Python `apply_parameter_freezing(model, {...})` -> `apply_freeze_config(model, {...})`, "
-                         "only when bound to models and proven on each")
-MF102 = Rule(id="MF102", name="python-freeze-config-kwarg",
-             description="Python `freeze_config=` on other callees and reads of legacy keys: reported, never rewritten")
+MF001 = Rule(id="MF001", name="freeze-config-vocabulary")
+MF002 = Rule(id="MF002", name="frozen-multimodal-sharding")
+MF003 = Rule(id="MF003", name="cp-vision-frame-sharding")
+MF004 = Rule(id="MF004", name="release-renames")
+MF005 = Rule(id="MF005", name="rate-selectors")
+MF006 = Rule(id="MF006", name="native-compile")
+MF101 = Rule(id="MF101", name="python-apply-parameter-freezing")
+MF102 = Rule(id="MF102", name="python-freeze-config-kwarg")
 
 RULES: tuple[Rule, ...] = (MF004, MF001, MF002, MF003, MF005, MF006, MF101, MF102)
 

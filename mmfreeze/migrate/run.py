@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,13 +36,12 @@ def find_migratable(paths: Iterable[Path]) -> list[Path]:
 
 def plan_files(
     files: Iterable[Path], options: MigrateOptions, workspace: Workspace,
-    progress: Callable[[Path], None] = lambda _: None,
 ) -> list[FileResult]:
     """Every file's migrated text and report; nothing is written. ``workspace.documents`` is the run's
     round-trip YAML (the one that decided which files are recipes): each file is parsed once. Each
     model is built once for the whole run, in the workspace."""
     bound = BoundModels(workspace)
-    return [_plan_file(path, options, workspace, bound) for path in files if progress(path) is None]
+    return [_plan_file(path, options, workspace, bound) for path in files]
 
 
 def _plan_file(path: Path, options: MigrateOptions, workspace: Workspace, bound: BoundModels) -> FileResult:

@@ -171,16 +171,15 @@ def _from_registry(model_id: str, *, source: str | None) -> ModelConfigSource | 
     file_name = _registry_names().get(registry_file_name(model_id).lower())
     if file_name is None:
         return None
-    entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", file_name)
     text = _registry_text(file_name)
     if text is None:
         return None
-    data = _parse_json(text, f"registry entry {entry.name}", source)
+    data = _parse_json(text, f"registry entry {file_name}", source)
     if not isinstance(data.get("config"), Mapping):
-        raise ConfigSourceError(f"registry entry {entry.name} has no `config` mapping", source=source)
+        raise ConfigSourceError(f"registry entry {file_name} has no `config` mapping", source=source)
     return ModelConfigSource(
         kind="registry",
-        location=f"registry:{entry.name}",
+        location=f"registry:{file_name}",
         config=data["config"],
         provenance=data.get("provenance"),
     )

@@ -27,6 +27,7 @@ import regex
 
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
+from mmfreeze.recipes.composite import read_flag
 from mmfreeze.boundary.releases import CURRENT_RELEASE, Release
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def parse_peft_section(peft: Any, *, source: str | None = None) -> LoraSpec:
         )
     targets = _patterns(peft, "target_modules", source)
     excludes = _patterns(peft, "exclude_modules", source)
-    match_all = _boolean(peft, "match_all_linear", source)
+    match_all = read_flag(peft, "match_all_linear", where="peft", source=source)
     if targets and excludes:
         raise RecipeError(
             "target_modules and exclude_modules are mutually exclusive in nemo-automodel; keep "
@@ -91,7 +92,7 @@ def parse_peft_section(peft: Any, *, source: str | None = None) -> LoraSpec:
         targets = DEFAULT_LORA_TARGETS
     return LoraSpec(
         target_modules=targets, exclude_modules=excludes, match_all_linear=match_all,
-        dim=_dim(peft, source), use_dora=_boolean(peft, "use_dora", source),
+        dim=_dim(peft, source), use_dora=read_flag(peft, "use_dora", where="peft", source=source),
     )
 
 
@@ -110,13 +111,6 @@ def _patterns(peft: Mapping[str, Any], key: str, source: str | None) -> tuple[st
                 source=source, key=f"peft.{key}",
             ) from error
     return tuple(value)
-
-
-def _boolean(peft: Mapping[str, Any], key: str, source: str | None) -> bool:
-    value = peft.get(key, False)
-    if not isinstance(value, bool):
-        raise RecipeError(f"must be true or false, got {value!r}", source=source, key=f"peft.{key}")
-    return value
 
 
 def _dim(peft: Mapping[str, Any], source: str | None) -> int:

@@ -101,16 +101,16 @@ def plan_pull(
 
 
 def pull_configs(
-    model_ids: Sequence[str], configs_dir: Path, *, hub_cache: Path | None = None, offline: bool = False,
+    model_ids: Sequence[str], configs_dir: Path, *, offline: bool = False,
 ) -> Iterator[Pulled | ConfigSourceError]:
     """Fetch each id's ``config.json`` into ``configs_dir``, a few at a time; results in ``model_ids``' order."""
     with ThreadPoolExecutor(max_workers=max(1, min(PULL_THREADS, len(model_ids)))) as pool:
-        yield from pool.map(lambda model_id: _pull_or_error(model_id, configs_dir, hub_cache, offline), model_ids)
+        yield from pool.map(lambda model_id: _pull_or_error(model_id, configs_dir, offline), model_ids)
 
 
-def _pull_or_error(model_id: str, configs_dir: Path, hub_cache: Path | None, offline: bool) -> Pulled | ConfigSourceError:
+def _pull_or_error(model_id: str, configs_dir: Path, offline: bool) -> Pulled | ConfigSourceError:
     try:
-        return pull_config(model_id, configs_dir, hub_cache=hub_cache, offline=offline)
+        return pull_config(model_id, configs_dir, offline=offline)
     except ConfigSourceError as error:
         return error
 

@@ -63,13 +63,14 @@ def parse_drafter(section: Mapping[str, Any], document: Mapping[str, Any], *, so
     return DrafterSection(
         model_id=resolve_references(drafter, source=source, key="model.drafter_path"),
         num_steps=steps,
-        freeze_base=_flag(section, "freeze_base_for_drafter", source=source),
-        share_embedding=_flag(section, "share_embedding_with_base", source=source),
+        freeze_base=read_flag(section, "freeze_base_for_drafter", where="model", source=source),
+        share_embedding=read_flag(section, "share_embedding_with_base", where="model", source=source),
     )
 
 
-def _flag(section: Mapping[str, Any], key: str, *, source: str) -> bool:
+def read_flag(section: Mapping[str, Any], key: str, *, where: str, source: str | None) -> bool:
+    """``section[key]`` (default false), which must be a boolean; ``where``: the section's key in the recipe."""
     value = section.get(key, False)
     if not isinstance(value, bool):
-        raise RecipeError(f"must be true or false, got {value!r}", source=source, key=f"model.{key}")
+        raise RecipeError(f"must be true or false, got {value!r}", source=source, key=f"{where}.{key}")
     return value

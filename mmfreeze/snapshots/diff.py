@@ -183,9 +183,7 @@ class RecipeChange:
     def nothing_moved(self) -> bool:
         """The two snapshots say the same: no header field, name, adapter, rate, reach or rename
         differs (the stored file differs in order or layout alone)."""
-        return not (self.header_changes or self.newly_frozen or self.newly_trainable or self.adapters_added
-                    or self.adapters_removed or self.unmapped or self.rate_changes or self.reach_changes
-                    or self.renamed)
+        return not (self.header_changes or self.moved or self.renamed)
 
     @property
     def version_only(self) -> bool:
