@@ -160,14 +160,13 @@ def _distributed(document: Mapping[str, Any], source: str) -> Mapping[str, Any]:
 
 
 OWN_PARALLELIZERS = tuple(f"nemo_automodel.components.models.{package}." for package in (
-    "bagel", "deepseek_v4", "deepseek_v41", "diffusion_gemma", "muse_glimmer", "nemotron_v3", "qwen3_5"))
+    "bagel", "deepseek_v4", "deepseek_v41", "diffusion_gemma", "nemotron_v3", "qwen3_5"))
 """The framework's model classes that carry their own ``parallelizer`` sidecar (``Cls.parallelizer = PARALLELIZER``
 in 0.7.0's ``components/models/<package>/model.py``), overriding ``_apply``, ``_apply_fsdp_sharding`` or
-``_fully_shard_module``: their FSDP2 units may not be the shared path's, so they are refused. Not two whose
+``_fully_shard_module``: their FSDP2 units may not be the shared path's, so they are refused. Not three whose
 ``_apply`` runs the shared one unchanged at the sizes modelled (``tp_size`` and ``cp_size`` 1), each measured on a
-real run (``tests/nemo/test_memory_exact.py``): dense Qwen3-VL's then sets ``model.cp_mesh`` (``None``), and
-Gemma4's adds its tensor-parallel plan only above ``tp_size`` 1. MuseGlimmer's does as Qwen3-VL's, unmeasured:
-refused."""
+real run (``tests/nemo/test_memory_exact.py``): dense Qwen3-VL's and MuseGlimmer's then set ``cp_mesh`` attributes
+(``None``), and Gemma4's adds its tensor-parallel plan only above ``tp_size`` 1."""
 WORLD_FACTORS = ("tp_size", "cp_size", "pp_size")
 """With ``dp_size``, the factors of the world size (``components/distributed/mesh_utils.py``: the mesh is
 ``pp x dp_replicate x dp_shard x cp x tp`` with ``dp_size = dp_replicate x dp_shard``; experts are carved

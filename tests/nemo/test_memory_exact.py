@@ -1,7 +1,7 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
-Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio; Qwen3-VL and
-Gemma4, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio; Qwen3-VL, Gemma4
+and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
 nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
 on CPU, launched as
 
@@ -59,8 +59,13 @@ OWN_PARALLELIZER_CASES = {
                                   "Qwen3VLModelParallelizer"),
     "gemma4_own_parallelizer": ("nemo_automodel.components.models.gemma4_moe.model.Gemma4ForConditionalGeneration",
                                 "Gemma4ModelParallelizer"),
+    "muse_glimmer_own_parallelizer": (
+        "nemo_automodel.components.models.muse_glimmer.model.MuseGlimmerForConditionalGeneration",
+        "MuseGlimmerModelParallelizer"),
 }
 """Case -> the class the run must build and its own parallelizer (the class's ``parallelizer`` sidecar)."""
+MUSE_GLIMMER_VISION = ("vision_encoder", "vision_adapter", "vision_projection")
+"""MuseGlimmer's vision encoder, adapter and projection, frozen: its batches are text alone."""
 GEMMA4_MEDIA = ("vision_tower", "embed_vision", "audio_tower", "embed_audio")
 """Gemma4's towers and their embedders, frozen: its batches are text alone, which reaches the rest."""
 
@@ -91,6 +96,8 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": "model.visual"}]}),
     Case("gemma4_own_parallelizer", "gemma4", 2, "bfloat16",  # the framework's own class; text batches
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in GEMMA4_MEDIA]}, tied=True),
+    Case("muse_glimmer_own_parallelizer", "muse_glimmer", 2, "bfloat16",  # the framework's own class; text batches
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in MUSE_GLIMMER_VISION]}),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -130,6 +137,8 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
             tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
     if family == "gemma4":
         return tiny_gemma4()
+    if family == "muse_glimmer":
+        return tiny_muse_glimmer()
     return Qwen2AudioConfig(
         text_config={"model_type": "qwen2", **TEXT},
         audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
@@ -157,10 +166,22 @@ def tiny_gemma4() -> Any:
     return Gemma4Config(**{**config, "text_config": text, "vision_config": vision, "audio_config": audio, **media})
 
 
+def tiny_muse_glimmer() -> Any:
+    """MuseGlimmer-30B's bundled config (the framework's own config class) at tiny widths."""
+    from nemo_automodel.components.models.muse_glimmer.config import MuseGlimmerConfig
+
+    from mmfreeze.models.config_sources import find_model_config
+
+    config = {**find_model_config("meta-models/Muse-Glimmer-30B").config, **TEXT}
+    vision = {"vision_latent_dim": 32, "vision_output_dim": 64, "vision_layers": 2, "vision_heads": 2,
+              "vision_pos_emb_grid_h": 4, "vision_pos_emb_grid_w": 4, "vision_adapter_dim": 32}
+    return MuseGlimmerConfig(**{**config, **vision})
+
+
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
     """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
-    if family == "gemma4":
+    if family in ("gemma4", "muse_glimmer"):
         return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
@@ -333,11 +354,12 @@ def check_units_and_peak(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Five families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    """Six families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, and classes of
     the framework's own, each sharded by that class's own parallelizer."""
     by_name = {run.case.name: run for run in runs}
-    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4"}
+    assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
+                                                 "muse_glimmer"}
     for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
         built = by_name[name].ranks[0]["model_class"]
         assert built == module, (name, built)
