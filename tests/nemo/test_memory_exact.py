@@ -136,7 +136,7 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
             image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
             tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
     if family == "gemma4":
-        return tiny_gemma4()
+        return tiny_gemma4(tied=tied)
     if family == "muse_glimmer":
         return tiny_muse_glimmer()
     return Qwen2AudioConfig(
@@ -146,9 +146,9 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
         audio_token_index=MEDIA_TOKEN)
 
 
-def tiny_gemma4() -> Any:
+def tiny_gemma4(*, tied: bool) -> Any:
     """Gemma-4-E2B's bundled config at tiny widths, its layout kept: per-layer input embeddings, layers
-    sharing key-value caches, tied embeddings, a vision and an audio tower."""
+    sharing key-value caches, a vision and an audio tower; its embeddings tied as the case says (E2B ties them)."""
     from transformers import Gemma4Config
 
     from mmfreeze.models.config_sources import find_model_config
@@ -156,14 +156,15 @@ def tiny_gemma4() -> Any:
     config = dict(find_model_config("google/gemma-4-E2B-it").config)
     text = {**config["text_config"], **TEXT, "global_head_dim": 16, "vocab_size_per_layer_input": VOCAB,
             "hidden_size_per_layer_input": 8, "num_hidden_layers": 4, "num_kv_shared_layers": 2, "sliding_window": 8,
-            "layer_types": ["sliding_attention", "full_attention"] * 2, "tie_word_embeddings": True}
+            "layer_types": ["sliding_attention", "full_attention"] * 2, "tie_word_embeddings": tied}
     vision = {**config["vision_config"], "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
               "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 16, "position_embedding_size": 64}
     audio = {**config["audio_config"], "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
              "output_proj_dims": 32}
     media = {"image_token_id": MEDIA_TOKEN, "audio_token_id": 121, "boi_token_id": 122, "eoi_token_id": 123,
              "video_token_id": 124, "boa_token_id": 125, "eoa_token_index": 126}
-    return Gemma4Config(**{**config, "text_config": text, "vision_config": vision, "audio_config": audio, **media})
+    return Gemma4Config(**{**config, "text_config": text, "vision_config": vision, "audio_config": audio, **media,
+                            "tie_word_embeddings": tied})
 
 
 def tiny_muse_glimmer() -> Any:
