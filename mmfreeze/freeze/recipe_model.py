@@ -9,7 +9,7 @@ resolver. Every caller that loads a recipe's model, or computes what it trains, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,115 +28,34 @@ if TYPE_CHECKING:
     from mmfreeze.freeze.targets import FreezeTargets
     from mmfreeze.models.renames import Renames
     from mmfreeze.models.structure import ModelStructure
-    from mmfreeze.recipes.layout import CompiledSections
 
 
 def recipe_frozen_set(
     recipe: Recipe, structure: ModelStructure, *, target: CompileTarget | None = None, recorded: Renames | None = None,
 ) -> FrozenSetResult:
-    """What ``recipe`` trains on its built ``structure``: its `peft`, `freeze_config` and
-    `multimodal` overrides through the engine (the snapshot's set). Its optimizer's
-    `param_group_overrides` must each take some trainable tensor (:func:`check_overrides`), and
-    their selectors are resolved on the trained model, with the recipe's overrides. A recipe with
-    compiled sections must hold what its source compiles to on ``target`` (this run's release,
-    transformers and builder): :func:`mmfreeze.freeze.compiler.check.check_compiled`; and, in every
-    environment, the compiled sections applied as the framework applies them must train what the
-    source does on ``structure`` (:func:`mmfreeze.freeze.compiler.check.check_compiled_trains`), so the
-    returned set is also the compiled section's. ``recorded``: the checkpoint renames of the builder
-    ``compiled_for`` names, as its snapshot recorded them, for sections compiled on a tree this
-    environment does not build (:func:`_compiled_frozen_set`)."""
-    result, grouping = _frozen_set(recipe, structure)
+    """What ``recipe`` trains on its built ``structure`` (the snapshot's set):
+    :func:`source_frozen_set`. A recipe with compiled sections, given the run's ``target``, must
+    hold them in step with its source (:func:`mmfreeze.freeze.compiler.recipe.hold_compiled`, with
+    the ``recorded`` renames of the builder ``compiled_for`` names), so the set returned is also
+    what the stock framework trains."""
+    result, grouping = source_frozen_set(recipe, structure)
     if recipe.compiled is not None and target is not None:
-        from mmfreeze.freeze.compiler.check import check_compiled, check_compiled_trains
+        from mmfreeze.freeze.compiler.recipe import hold_compiled
 
-        elsewhere = recipe.compiled.compiled_for != target.describe()
-        trained = _compiled_frozen_set(recipe, structure, recorded if elsewhere else None)
-        if trained is not None:  # in every environment: what the stock framework trains
-            check_compiled_trains(trained, result, target=target, source=recipe.display_path)
-        expected = _compiled(recipe, structure, result, grouping, target)
-        check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
+        hold_compiled(recipe, structure, result, grouping, target=target, recorded=recorded)
     return result
 
 
-def compiled_sections(recipe: Recipe, structure: ModelStructure, *, target: CompileTarget) -> CompiledSections:
-    """What ``recipe``'s source compiles to for ``target``'s release, proven on ``structure``
-    (built by ``target``'s builder), as `migrate` writes it."""
-    result, grouping = _frozen_set(recipe, structure)
-    return _compiled(recipe, structure, result, grouping, target)
+RateGrouping = tuple["OptimizerSection", "ParamGroups"]
+"""A recipe's optimizer with selector entries, and the groups they take: what the compiler turns into patterns."""
 
 
-def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
-    """Whether ``recipe``'s compiled sections, read as the framework reads the file, train exactly
-    what its source does on ``structure`` (frozen set and rates): compiled on another model tree
-    of the same release (the framework's classes), they may still hold on this one."""
-    from mmfreeze.exceptions import MmfreezeError
-
-    if recipe.compiled is None:
-        return False
-    try:
-        source, _ = _frozen_set(recipe, structure)
-    except MmfreezeError:
-        return False
-    compiled = _compiled_frozen_set(recipe, structure, None)
-    return compiled is not None and (compiled.frozen, compiled.rates) == (source.frozen, source.rates)
-
-
-def _compiled_frozen_set(recipe: Recipe, structure: ModelStructure, recorded: Renames | None) -> FrozenSetResult | None:
-    """What ``recipe``'s compiled sections train on ``structure``, read and applied as the framework
-    reads the file, in ``structure``'s names. A selector may name another tree than this one:
-
-    - another transformers release's (5.18's ``thinker.visual`` is 5.24's ``thinker.model.visual``):
-      the selectors and LoRA patterns are first moved through this release's conversion mapping,
-      as `migrate` moves them (:mod:`mmfreeze.freeze.release_renames`);
-    - the framework's own class (``visual`` of its Qwen2.5-Omni thinker), which this environment
-      does not build: the sections are applied on this class under that builder's names, through
-      the checkpoint (``recorded``: its renames as its snapshot recorded them), and the set is
-      named back.
-
-    ``None`` where neither reaches: no snapshot made where ``compiled_for`` points records that
-    builder's names (a repository that commits only another environment's snapshots), and only
-    that environment compares the sections."""
-    from mmfreeze.exceptions import MmfreezeError
-    from mmfreeze.freeze.engine import trained_structure
-    from mmfreeze.freeze.release_renames import apply_moves, moved_patterns, moved_selectors
-
-    document = recipe.framework_document
-    as_read = replace(recipe, document=document, compiled=None)
-    try:
-        return _frozen_set(as_read, structure)[0]
-    except MmfreezeError:
-        pass
-    try:
-        patterns = moved_patterns(document.get("peft"), structure, recipe.framework)
-        adapted = apply_moves(document, patterns)
-        trained = trained_structure(structure, adapted, source=recipe.display_path, rules=recipe.framework)
-        if moves := (*patterns, *moved_selectors(adapted.get("freeze_config"), trained)):
-            return _frozen_set(replace(as_read, document=apply_moves(document, moves)), structure)[0]
-    except MmfreezeError:
-        pass
-    if recorded is None:
-        return None
-    on_other_tree, _ = _frozen_set(as_read, structure.in_names_of(recorded))
-    return _named(on_other_tree, lambda name: structure.checkpoint_renames.to_model(recorded.to_checkpoint(name)))
-
-
-def _named(result: FrozenSetResult, name: Callable[[str], str]) -> FrozenSetResult:
-    """``result`` with ``name`` applied to every parameter it names."""
-    from mmfreeze.freeze.plan import FreezePlan
-
-    return replace(
-        result, structure=result.structure.renamed(name),
-        plan=FreezePlan({name(parameter): rules for parameter, rules in result.plan.rules_by_parameter.items()}),
-        adapters=None if result.adapters is None else frozenset(map(name, result.adapters)),
-        rates={rate: frozenset(map(name, names)) for rate, names in result.rates.items()},
-    )
-
-
-def _frozen_set(
-    recipe: Recipe, structure: ModelStructure,
-) -> tuple[FrozenSetResult, tuple[OptimizerSection, ParamGroups] | None]:
-    """The engine's result with its rates, and the optimizer's selector entries with their groups
-    (``None`` without selector entries: nothing for the compiler)."""
+def source_frozen_set(recipe: Recipe, structure: ModelStructure) -> tuple[FrozenSetResult, RateGrouping | None]:
+    """What ``recipe``'s `peft`, `freeze_config` and `multimodal` overrides train on ``structure``
+    through the engine, with its rates: its optimizer's `param_group_overrides` must each take some
+    trainable tensor (:func:`~mmfreeze.freeze.param_groups.check_overrides`), their selectors
+    resolved on the trained model with the recipe's overrides. Beside it, the optimizer's selector
+    entries with their groups (``None`` without selector entries: nothing for the compiler)."""
     # Imported here: a warm snapshot run imports this module, and never the engine or the resolver.
     from mmfreeze.freeze.engine import compute_frozen_set
     from mmfreeze.freeze.optimizer import parse_optimizer
@@ -154,17 +73,6 @@ def _frozen_set(
     groups = check_overrides(optimizer, names, frozenset(names) - result.frozen, source=recipe.display_path,
                              selected=selected)
     return replace(result, rates=rates_of(groups)), (optimizer, groups) if optimizer.selectors else None
-
-
-def _compiled(
-    recipe: Recipe, structure: ModelStructure, result: FrozenSetResult,
-    grouping: tuple[OptimizerSection, ParamGroups] | None, target: CompileTarget,
-) -> CompiledSections:
-    from mmfreeze.freeze.compiler.sections import compile_sections
-
-    optimizer, groups = grouping if grouping is not None else (None, None)
-    return compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
-                            optimizer=optimizer, groups=groups)
 
 
 def rate_targets(recipe: Recipe, structure: ModelStructure) -> FreezeTargets:

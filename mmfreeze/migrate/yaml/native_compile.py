@@ -43,7 +43,7 @@ from typing import Any
 from mmfreeze.exceptions import NotNativelyExpressible
 from mmfreeze.freeze.compiler.target import release_of
 from mmfreeze.freeze.keys import detect_vocabulary
-from mmfreeze.freeze.recipe_model import compiled_hold, compiled_sections
+from mmfreeze.freeze.compiler.recipe import compiled_hold, compiled_sections
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
