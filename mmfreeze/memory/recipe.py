@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.memory.dtypes import parse_dtype
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
-from mmfreeze.memory.layout import FrozenSharding, plan_fsdp_layout
+from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import optimizer_state
 from mmfreeze.models.framework import framework_class_for
@@ -30,7 +30,7 @@ COMPUTE_DTYPE = "bfloat16"
 (``_transformers/infrastructure.py``) calls ``cast_frozen_modules_to_compute_dtype``
 (``components/models/common/utils.py``): every frozen parameter that is a plain tensor, not a DTensor (the
 ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place; the ones a model pins in fp32
-(``_keep_in_fp32_modules``) are not, and are refused (:func:`check_kept_in_fp32`)."""
+(``_keep_in_fp32_modules``, ``_keep_in_fp32_modules_strict``) keep their loaded dtype (:func:`stored_dtypes`)."""
 FRAMEWORK_FP32_HOLDER = "_fp32_params"
 """Where the framework's own classes (Qwen3.5, Qwen3-Next, ...) hold parameters they keep in fp32
 whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
@@ -67,33 +67,65 @@ def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
     adapter = _lora_dtype(document, source) or base
     adapters = frozen.adapters or frozenset()
     layout = plan_fsdp_layout(structure, names, frozen_sharding(distributed, source))
-    check_kept_in_fp32(structure, base, layout.replicated, source=source)
-    dtypes = {info.name: COMPUTE_DTYPE if info.name in layout.replicated else adapter if info.name in adapters
-              else base for info in structure.parameters}
+    dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=adapters, replicated=layout.replicated,
+                           target=recipe.model.target, source=source)
+    check_uniform_trainable_dtypes(layout, dtypes, names, source=source)
     return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
                         optimizer=optimizer_state(document, source=source), world_size=world_size)
 
 
-def check_kept_in_fp32(structure: ModelStructure, dtype: str, replicated: Collection[str], *, source: str) -> None:
-    """Refuse a model that holds a parameter in another dtype than this model counts for it: loaded
-    in fp32 from a bfloat16 or float16 recipe (``_keep_in_fp32_modules_strict``; in float16 also
-    ``_keep_in_fp32_modules``; the framework's own holders, :data:`FRAMEWORK_FP32_HOLDER`), or
-    replicated under either pattern, which ``cast_frozen_modules_to_compute_dtype`` leaves in its
-    loaded dtype instead of casting it to the compute dtype. A pattern holds a parameter where it is
-    part of its name, as the framework matches them."""
+def stored_dtypes(
+    structure: ModelStructure, *, base: str, adapter: str, adapters: Collection[str], replicated: Collection[str],
+    target: str, source: str,
+) -> dict[str, str]:
+    """Each parameter's dtype as the framework leaves it: the recipe's (``base``); an adapter's
+    (``adapter``); loaded ``from_pretrained`` in bfloat16, a model's ``_keep_in_fp32_modules_strict``
+    in fp32 (transformers keeps them so; ``from_config`` builds every tensor in the recipe's dtype);
+    replicated, the compute dtype (``cast_frozen_modules_to_compute_dtype``), but under either of the
+    model's fp32 patterns its loaded one. A pattern holds a parameter where it is part of its name, as
+    the framework matches them. Refused where that is not known here: a float16 recipe with fp32
+    patterns (transformers keeps both kinds in fp32 there; not measured), another loader than
+    ``from_pretrained`` or ``from_config`` with one, the framework's own fp32 holders
+    (:data:`FRAMEWORK_FP32_HOLDER`)."""
     strict, loose = structure.keep_in_fp32_strict, structure.keep_in_fp32
-    reduced = dtype in ("bfloat16", "float16")
-    loaded_fp32 = (FRAMEWORK_FP32_HOLDER, *strict, *(loose if dtype == "float16" else ())) if reduced else ()
-    pinned = (*strict, *loose) if dtype != COMPUTE_DTYPE else ()
-    kept = [(info.name, pattern) for info in structure.parameters
-            for pattern in (*loaded_fp32, *(pinned if info.name in replicated else ())) if pattern in info.name]
-    if kept:
-        (name, pattern), more = kept[0], len({name for name, _ in kept}) - 1
-        held = "float32" if pattern in loaded_fp32 else dtype
+
+    def held(name: str, patterns: Collection[str]) -> bool:
+        return any(pattern in name for pattern in patterns)
+
+    kept = [info.name for info in structure.parameters if held(info.name, (FRAMEWORK_FP32_HOLDER, *strict, *loose))]
+    pretrained = target.endswith(".from_pretrained")
+    if kept and (any(held(name, (FRAMEWORK_FP32_HOLDER,)) for name in kept) or base == "float16"
+                 or not (pretrained or target.endswith(".from_config"))):
         raise UnknownDtypeError(
-            f"{structure.class_name} holds {name} (and {more} more) in {held} where the rest trains in "
-            f"{COMPUTE_DTYPE if held == dtype else dtype} (its name holds {pattern!r}, which the model keeps in "
-            "fp32): mixed dtypes are not modelled, not sized", source=source, key="model.torch_dtype")
+            f"{structure.class_name} keeps {kept[0]} (and {len(kept) - 1} more) in fp32 by name, and how it is "
+            f"stored in a {base} recipe loaded by {target.rpartition('.')[2] or target} is not modelled: not sized",
+            source=source, key="model.torch_dtype")
+
+    def loaded(name: str) -> str:
+        return "float32" if pretrained and base == "bfloat16" and held(name, strict) else base
+
+    def stored(name: str) -> str:
+        if name in adapters:
+            return adapter
+        if name in replicated and not held(name, (*strict, *loose)):
+            return COMPUTE_DTYPE
+        return loaded(name)
+
+    return {info.name: stored(info.name) for info in structure.parameters}
+
+
+def check_uniform_trainable_dtypes(layout: FsdpLayout, dtypes: Mapping[str, str], frozen: Collection[str], *,
+                                   source: str) -> None:
+    """FSDP2 refuses a unit whose trainable parameters have more than one dtype (its gradients are
+    reduce-scattered into one buffer): so does the memory model, naming two of them."""
+    for unit in layout.units:
+        trainable = {dtypes[name]: name for name in unit.parameters if name not in frozen}
+        if len(trainable) > 1:
+            (first, one), (second, other) = sorted(trainable.items())[:2]
+            raise UnknownDtypeError(
+                f"the FSDP2 unit {unit.path or '(root)'} would train {one} in {first} and {other} in {second}: FSDP2 "
+                "refuses mixed dtypes among a unit's trainable parameters; freeze one or set one dtype",
+                source=source, key="model.torch_dtype")
 
 
 def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *, source: str) -> None:

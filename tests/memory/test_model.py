@@ -9,6 +9,7 @@ from mmfreeze.memory.errors import UndividableLayoutError, UnknownDtypeError, Un
 from mmfreeze.memory.layout import plan_fsdp_layout
 from mmfreeze.memory.model import MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import optimizer_state
+from mmfreeze.memory.recipe import check_uniform_trainable_dtypes
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
 
 MODULES = {"": "M", "vision_tower": "Tower", "head": "Linear"}
@@ -124,3 +125,15 @@ def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_siz
         check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, source="r")
     check_framework_class({"architectures": ["LlavaForConditionalGeneration"]}, built, source="r")
     check_framework_class({}, built, source="r")
+
+
+def test_an_fsdp2_unit_that_would_train_two_dtypes_is_refused_as_fsdp2_refuses_it() -> None:
+    """``FSDPParamGroup._init_mp_dtypes`` refuses a unit whose trainable parameters differ in dtype
+    (one reduce-scatter buffer per unit); a frozen parameter of another dtype is fine."""
+    layout = plan_fsdp_layout(STRUCTURE, FROZEN, "root")  # one root unit: all three tensors
+    mixed = {"vision_tower.w": "float32", "head.weight": "bfloat16", "head.bias": "float32"}
+    check_uniform_trainable_dtypes(layout, {**mixed, "head.bias": "bfloat16"}, FROZEN, source="r.yaml")
+    with pytest.raises(UnknownDtypeError) as caught:
+        check_uniform_trainable_dtypes(layout, mixed, FROZEN, source="r.yaml")
+    assert caught.value.key == "model.torch_dtype"
+    assert "FSDP2 unit (root) would train head.weight in bfloat16 and head.bias in float32" in str(caught.value)

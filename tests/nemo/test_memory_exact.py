@@ -1,7 +1,7 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
-Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio; Qwen3-VL, Gemma4
-and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, Voxtral; Qwen3-VL,
+Gemma4 and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
 nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
 on CPU, launched as
 
@@ -17,7 +17,8 @@ The models are built ``from_config`` from tiny configs written here (no weights,
 language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do not divide by the
 world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
 tower, LoRA (fp32 adapters on a bf16 base), ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
-and one on 4.
+and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor the model keeps in fp32 in a
+bf16 run (Voxtral's ``embed_positions``), sharded and replicated.
 All launches start together to share the two cores' import time.
 """
 
@@ -66,6 +67,8 @@ OWN_PARALLELIZER_CASES = {
 """Case -> the class the run must build and its own parallelizer (the class's ``parallelizer`` sidecar)."""
 MUSE_GLIMMER_VISION = ("vision_encoder", "vision_adapter", "vision_projection")
 """MuseGlimmer's vision encoder, adapter and projection, frozen: its batches are text alone."""
+VOXTRAL_AUDIO = ("audio_tower", "multi_modal_projector")
+"""Voxtral's audio encoder and projector, frozen: its batches are text alone, which reaches the rest."""
 GEMMA4_MEDIA = ("vision_tower", "embed_vision", "audio_tower", "embed_audio")
 """Gemma4's towers and their embedders, frozen: its batches are text alone, which reaches the rest."""
 
@@ -81,6 +84,8 @@ class Case:
     frozen_sharding: str = "root"
     tied: bool = False
     """The language model's input and output embeddings are one parameter (``tie_word_embeddings``)."""
+    pretrained: bool = False
+    """Loaded ``from_pretrained`` from tiny weights written here (random, fp32), not built ``from_config``."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -98,6 +103,11 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in GEMMA4_MEDIA]}, tied=True),
     Case("muse_glimmer_own_parallelizer", "muse_glimmer", 2, "bfloat16",  # the framework's own class; text batches
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in MUSE_GLIMMER_VISION]}),
+    Case("voxtral_kept_fp32_pretrained", "voxtral", 2, "bfloat16",  # embed_positions loads in fp32; text batches
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True),
+    Case("voxtral_kept_fp32_replicate", "voxtral", 2, "bfloat16",  # ... and stays so, replicated
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True,
+         frozen_sharding="replicate"),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -139,6 +149,8 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
         return tiny_gemma4(tied=tied)
     if family == "muse_glimmer":
         return tiny_muse_glimmer()
+    if family == "voxtral":
+        return tiny_voxtral()
     return Qwen2AudioConfig(
         text_config={"model_type": "qwen2", **TEXT},
         audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
@@ -179,10 +191,29 @@ def tiny_muse_glimmer() -> Any:
     return MuseGlimmerConfig(**{**config, **vision})
 
 
+def tiny_voxtral() -> Any:
+    """Voxtral at tiny widths: its audio encoder's ``embed_positions`` is kept in fp32
+    (``_keep_in_fp32_modules_strict``) where the rest loads in the recipe's dtype."""
+    from transformers import VoxtralConfig
+
+    audio = {"num_mel_bins": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+             "hidden_size": 32, "max_source_positions": 8}
+    return VoxtralConfig(audio_config=audio, text_config={"model_type": "llama", **TEXT}, audio_token_id=MEDIA_TOKEN,
+                         projector_hidden_act="gelu")
+
+
+def tiny_model(family: str, config: Any) -> Any:
+    """The family's transformers class with random fp32 weights, for a case loaded ``from_pretrained``."""
+    from transformers import VoxtralForConditionalGeneration
+
+    assert family == "voxtral", f"no weights written for {family}"
+    return VoxtralForConditionalGeneration(config)
+
+
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
     """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
-    if family in ("gemma4", "muse_glimmer"):
+    if family in ("gemma4", "muse_glimmer", "voxtral"):
         return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
@@ -204,10 +235,12 @@ def batch_spec(family: str, config: Any) -> dict[str, Any]:
 def write_recipe(case: Case, repository: Path) -> Path:
     """The case's recipe file in ``repository``, beside its tiny config (``models/<family>``)."""
     config = tiny_config(case.family, tied=case.tied)
-    model_dir = repository / "models" / (case.family + ("-tied" if case.tied else ""))
+    model_dir = repository / "models" / (case.family + ("-tied" if case.tied else "") + ("-weights" if case.pretrained else ""))
     if not (model_dir / "config.json").exists():
         config.save_pretrained(model_dir)
-    target = "NeMoAutoModelForMultimodalLM" if case.family == "qwen2_audio" else "NeMoAutoModelForImageTextToText"
+        if case.pretrained:
+            tiny_model(case.family, config).save_pretrained(model_dir)
+    target = "NeMoAutoModelForMultimodalLM" if case.family in ("qwen2_audio", "voxtral") else "NeMoAutoModelForImageTextToText"
     spec = batch_spec(case.family, config)
     recipe: dict[str, Any] = {
         "recipe": "FinetuneRecipeForVLM",
@@ -215,7 +248,9 @@ def write_recipe(case: Case, repository: Path) -> Path:
         "dist_env": {"backend": "gloo", "timeout_minutes": 2},
         "step_scheduler": {"global_batch_size": 2 * case.world, "local_batch_size": 2, "max_steps": STEPS,
                            "num_epochs": 1, "ckpt_every_steps": 1000, "val_every_steps": None},
-        "model": {"_target_": f"nemo_automodel.{target}.from_config", "torch_dtype": case.dtype,
+        "model": {"_target_": f"nemo_automodel.{target}.from_pretrained", "torch_dtype": case.dtype,
+                  "pretrained_model_name_or_path": str(model_dir)} if case.pretrained else
+                 {"_target_": f"nemo_automodel.{target}.from_config", "torch_dtype": case.dtype,
                   "config": {"_target_": "transformers.AutoConfig.from_pretrained",
                              "pretrained_model_name_or_path": str(model_dir)}},
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
@@ -355,12 +390,12 @@ def check_units_and_peak(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Six families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
-    tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, and classes of
-    the framework's own, each sharded by that class's own parallelizer."""
+    """Seven families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
+    framework's own, each sharded by that class's own parallelizer, and a tensor kept in fp32 in a bf16 run."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
-                                                 "muse_glimmer"}
+                                                 "muse_glimmer", "voxtral"}
     for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
         built = by_name[name].ranks[0]["model_class"]
         assert built == module, (name, built)
@@ -371,3 +406,7 @@ def check_coverage(runs: list[Run]) -> None:
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]
     assert {p["kind"] for name, p in replicated.items() if name.startswith("model.audio_tower.")} == {"Parameter"}
     assert any(len({r["optimizer"] for r in measured(run)}) > 1 for run in runs), "no case with uneven shards"
+    for name in ("voxtral_kept_fp32_pretrained", "voxtral_kept_fp32_replicate"):  # fp32 beside bf16, as loaded
+        params = by_name[name].ranks[0]["params"]
+        assert {p["dtype"] for n, p in params.items() if "embed_positions" in n} == {"torch.float32"}, name
+        assert params["model.language_model.embed_tokens.weight"]["dtype"] == "torch.bfloat16", name
