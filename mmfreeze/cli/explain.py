@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable, Sequence
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +75,6 @@ def explain(
 
 
 def _print_model(explanation: dict[str, Any]) -> None:
-    table = Table(title=escape(explanation["recipe"]), show_header=False, title_justify="left")
     source = explanation["config_source"]
     provenance = f", {source['provenance']}" if source["provenance"] else ""
     rows = [
@@ -88,36 +89,38 @@ def _print_model(explanation: dict[str, Any]) -> None:
         ("language model", ", ".join(f"{k}: {v}" for k, v in explanation["language_model"]["parts"].items())
          + (" (lm_head tied)" if explanation["language_model"]["tied_lm_head"] else "")),
     ]
-    for name, value in rows:
-        table.add_row(name, escape(str(value)))
+    _print_table(escape(explanation["recipe"]), (), [(name, escape(str(value))) for name, value in rows])
+
+
+def _print_table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[str]], *, right: Collection[str] = (),
+) -> None:
+    """A table titled on its left; the ``right`` columns (figures) right-justified; no header row
+    without ``columns``."""
+    table = Table(title=title, title_justify="left", show_header=bool(columns))
+    for column in columns:
+        table.add_column(column, justify="right" if column in right else "left")
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
 
 
 def _print_modules(explanation: dict[str, Any]) -> None:
-    table = Table(title="multimodal modules", title_justify="left")
-    for column in ("path", "modality", "role", "conditional", "parameters", "source"):
-        table.add_column(column, justify="right" if column == "parameters" else "left")
-    for module in explanation["multimodal_modules"]:
-        table.add_row(
-            escape(module["path"]), escape(module["modality"]), escape(str(module["role"])),
-            "yes" if module["conditionally_executed"] else "no", f"{module['parameters']:,}", module["source"],
-        )
-    out.print(table)
+    rows = [(escape(module["path"]), escape(module["modality"]), escape(str(module["role"])),
+             "yes" if module["conditionally_executed"] else "no", f"{module['parameters']:,}", module["source"])
+            for module in explanation["multimodal_modules"]]
+    _print_table("multimodal modules", ("path", "modality", "role", "conditional", "parameters", "source"), rows,
+                 right={"parameters"})
 
 
 def _print_freezing(freezing: dict[str, Any]) -> None:
     rules = freezing["framework"] + ("" if freezing["vocabulary"] == "new" else f": {freezing['framework_reason']}")
     title = f"freezing ({freezing['vocabulary']} vocabulary, rules of {escape(rules)}"
     title += f", {freezing['lora_adapter_tensors']} LoRA adapter tensors)" if freezing["lora_adapter_tensors"] else ")"
-    table = Table(title=title, title_justify="left")
-    for column in ("group", "path", "state", "frozen tensors", "frozen parameters"):
-        table.add_column(column)
-    for group in freezing["groups"]:
-        table.add_row(
-            escape(group["group"]), escape(str(group["path"] or "")), group["state"],
-            f"{group['frozen_tensors']}/{group['tensors']}", f"{group['frozen_parameters']:,}/{group['parameters']:,}",
-        )
-    out.print(table)
+    rows = [(escape(group["group"]), escape(str(group["path"] or "")), group["state"],
+             f"{group['frozen_tensors']}/{group['tensors']}", f"{group['frozen_parameters']:,}/{group['parameters']:,}")
+            for group in freezing["groups"]]
+    _print_table(title, ("group", "path", "state", "frozen tensors", "frozen parameters"), rows)
     out.print(
         f"frozen: {freezing['frozen_tensors']:,} tensors, {freezing['frozen_parameters']:,} parameters; "
         f"trainable: {freezing['trainable_tensors']:,} tensors, {freezing['trainable_parameters']:,} parameters"
@@ -128,15 +131,10 @@ def _print_rates(rates: list[dict[str, Any]]) -> None:
     """One row per (rate, module); nothing when every tensor trains at the optimizer's own rate."""
     if not rates:
         return
-    table = Table(title="learning rates (optimizer.param_group_overrides; every other trainable tensor: "
-                        "lr_mult 1, wd_mult 1)", title_justify="left")
-    for column in ("lr_mult", "wd_mult", "module", "tensors", "parameters"):
-        table.add_column(column)
-    for rate in rates:
-        for module in rate["modules"]:
-            table.add_row(f"{rate['lr_mult']:g}", f"{rate['wd_mult']:g}", escape(module["module"]),
-                          f"{module['tensors']:,}", f"{module['parameters']:,}")
-    out.print(table)
+    rows = [(f"{rate['lr_mult']:g}", f"{rate['wd_mult']:g}", escape(module["module"]), f"{module['tensors']:,}",
+             f"{module['parameters']:,}") for rate in rates for module in rate["modules"]]
+    _print_table("learning rates (optimizer.param_group_overrides; every other trainable tensor: lr_mult 1, wd_mult 1)",
+                 ("lr_mult", "wd_mult", "module", "tensors", "parameters"), rows)
 
 
 def _print_reachability(reach: dict[str, Any]) -> None:
@@ -199,15 +197,12 @@ def _print_memory(memory: dict[str, Any] | None) -> None:
     if "error" in memory:
         out.print(f"[bold]memory per rank[/] at {memory['world_size']} ranks: not sized: {escape(memory['error'])}")
         return
-    table = Table(title=f"memory per rank at {memory['world_size']} ranks ({escape(memory['world_size_source'])}; "
-                        f"{memory['optimizer_class']}, {memory['fsdp_units']} FSDP2 units; activations out of scope)",
-                  title_justify="left")
-    for column in ("ranks", "parameters", "gradients", "optimizer", "total"):
-        table.add_column(column, justify="left" if column == "ranks" else "right")
-    for ranks, row in _equal_rows(memory["ranks"]):
-        figures = (row["parameters"], row["gradients"], row["optimizer"])
-        table.add_row(ranks, *(_bytes(value) for value in (*figures, sum(figures))))
-    out.print(table)
+    title = (f"memory per rank at {memory['world_size']} ranks ({escape(memory['world_size_source'])}; "
+             f"{memory['optimizer_class']}, {memory['fsdp_units']} FSDP2 units; activations out of scope)")
+    columns = ("ranks", "parameters", "gradients", "optimizer", "total")
+    rows = [(ranks, *(_bytes(value) for value in (*figures, sum(figures))))
+            for ranks, figures in _equal_rows(memory["ranks"])]
+    _print_table(title, columns, rows, right=columns[1:])
     peak = memory["all_gather_peak"]
     if peak is not None:
         unit = peak["unit"] or "the root unit"
@@ -216,16 +211,14 @@ def _print_memory(memory: dict[str, Any] | None) -> None:
     out.print(f"scope: {escape(memory['scope'])}")
 
 
-def _equal_rows(ranks: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """Consecutive ranks with the same figures as one row (``0-6``), in rank order."""
-    rows: list[tuple[int, int, dict[str, Any]]] = []
-    for row in ranks:
-        figures = (row["parameters"], row["gradients"], row["optimizer"])
-        if rows and (rows[-1][2]["parameters"], rows[-1][2]["gradients"], rows[-1][2]["optimizer"]) == figures:
-            rows[-1] = (rows[-1][0], row["rank"], rows[-1][2])
-        else:
-            rows.append((row["rank"], row["rank"], row))
-    return [(f"{first}" if first == last else f"{first}-{last}", row) for first, last, row in rows]
+def _equal_rows(ranks: list[dict[str, Any]]) -> list[tuple[str, tuple[int, int, int]]]:
+    """Consecutive ranks with the same figures (parameters, gradients, optimizer) as one row (``0-6``),
+    in rank order."""
+    rows = []
+    for figures, same in groupby(ranks, key=lambda row: (row["parameters"], row["gradients"], row["optimizer"])):
+        numbers = [row["rank"] for row in same]
+        rows.append((f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}", figures))
+    return rows
 
 
 def _bytes(value: int) -> str:

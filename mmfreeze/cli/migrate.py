@@ -94,14 +94,13 @@ def _print_report(results: list[FileResult], report_format: str, mode: str, *, w
     if report_format == "markdown":
         click.echo(render_markdown(results, mode=mode), nl=False)
         return
-    console = err
     for result in results:
         details = file_lines(result)
         if result.changed or details:
             verb = "rewritten" if written and result.changed else ("would change" if result.changed else "unchanged")
-            console.print(f"[bold]{escape(result.display)}[/]: {result.status}, {verb}")
+            err.print(f"[bold]{escape(result.display)}[/]: {result.status}, {verb}")
             for line in details:
-                console.print(f"  {escape(line)}")
+                err.print(f"  {escape(line)}")
     counts = ", ".join(f"{count} {status}" for status, count in summary_counts(results).items())
     skipped = f"; {excluded} excluded by [tool.mmfreeze] exclude" if excluded else ""
     out.print(f"{len(results)} files: {escape(counts) or 'nothing found'}{escape(skipped)}")

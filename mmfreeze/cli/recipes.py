@@ -26,21 +26,15 @@ def require_recipes_in_each(paths: Sequence[Path], discovery: Discovery) -> None
             raise click.UsageError(f"{path} {found.why_no_recipe()}; check the path")
 
 
-def skipped_lines(discovery: Discovery, settings: Settings, *, shown: int = 3) -> list[str]:
-    """``2 YAML files skipped: no `model:` section (a.yaml, b.yaml)``, then the exclusions."""
-    lines = []
+def print_skipped(discovery: Discovery, settings: Settings, *, shown: int = 3) -> None:
+    """On standard error: ``2 YAML files skipped: no `model:` section (a.yaml, b.yaml)``, then the exclusions."""
     if discovery.not_recipes:
         names = [display_path(path, settings.root) for path in discovery.not_recipes]
         listed = ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
-        lines.append(f"{plural(len(names), 'YAML file')} skipped: no `model:` section ({listed})")
+        err.print(f"{plural(len(names), 'YAML file')} skipped: no `model:` section ({listed})", markup=False)
     if discovery.excluded:
-        lines.append(f"{plural(len(discovery.excluded), 'recipe')} excluded by {settings.describe('exclude')}")
-    return lines
-
-
-def print_skipped(discovery: Discovery, settings: Settings) -> None:
-    for line in skipped_lines(discovery, settings):
-        err.print(line, markup=False)
+        err.print(f"{plural(len(discovery.excluded), 'recipe')} excluded by {settings.describe('exclude')}",
+                  markup=False)
 
 
 def report_missing_configs(missing: Mapping[str, Sequence[str]], settings: Settings, paths: Sequence[Path]) -> None:

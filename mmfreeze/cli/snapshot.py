@@ -98,9 +98,8 @@ def snapshot(
     workspace = command_workspace(settings, cache_dir=cache_dir, no_cache=no_cache, allow_network=allow_network)
     if not quiet:
         err.print(workspace.builder.note(), markup=False, highlight=False)
-    finder = workspace.finder
     try:
-        discovery = finder.discover(paths)
+        discovery = workspace.finder.discover(paths)
         recipes = discovery.recipes
         require_recipes_in_each(paths, discovery)
         for path in paths:

@@ -21,6 +21,7 @@ from mmfreeze.reachability.mix import WHERE as MIXES_KEY
 from mmfreeze.reachability.recipe import MixReach, RecipeReach
 from mmfreeze.resolver.inventory import ResolvedInventory
 from mmfreeze.resolver.labels import ModuleGroup, module_label
+from mmfreeze.resolver.paths import name_prefixes
 from mmfreeze.resolver.spec import MultimodalModuleSpec
 
 INPUTS_OF_MODALITY: Mapping[str, tuple[str, ...]] = {"vision": ("image", "video"), "audio": ("audio",)}
@@ -126,20 +127,6 @@ def covering_modules(names: Sequence[str], structure: ModelStructure) -> list[st
     """The fewest module paths whose parameters are exactly ``names`` (a parameter's own name where
     its module holds others): what a ``freeze_config.modules`` list must name."""
     chosen = set(names)
-    under: dict[str, set[str]] = {}
-    for info in structure.parameters:
-        parts = info.name.split(".")
-        for depth in range(1, len(parts)):
-            under.setdefault(".".join(parts[:depth]), set()).add(info.name)
-    covered: list[str] = []
-    for name in sorted(chosen):
-        parts = name.split(".")
-        best = name
-        for depth in range(len(parts) - 1, 0, -1):
-            path = ".".join(parts[:depth])
-            if under.get(path, set()) <= chosen:
-                best = path
-            else:
-                break
-        covered.append(best)
-    return sorted({path for path in covered if not any(path.startswith(other + ".") for other in covered)})
+    # A module holding a parameter outside ``names`` is blocked, and so is every module above it.
+    blocked = {path for info in structure.parameters if info.name not in chosen for path in name_prefixes(info.name)}
+    return sorted({next((path for path in name_prefixes(name) if path not in blocked), name) for name in chosen})

@@ -15,6 +15,7 @@ exactly the same modules:
 from __future__ import annotations
 
 from collections.abc import Set
+from itertools import groupby
 
 from mmfreeze.freeze.selectors import ModuleSelector
 from mmfreeze.freeze.targets import FreezeTargets, LayerStack
@@ -56,13 +57,8 @@ def _layer_ranges(targets: FreezeTargets, paths: set[str]) -> tuple[list[Entry],
 
 
 def _runs(stack: LayerStack, members: set[int]) -> list[list[int]]:
-    runs: list[list[int]] = [[]]
-    for index in stack.indices:
-        if index in members:
-            runs[-1].append(index)
-        elif runs[-1]:
-            runs.append([])
-    return [run for run in runs if run]
+    """The longest runs of consecutive layers of ``stack`` that are all ``members``, in stack order."""
+    return [list(run) for inside, run in groupby(stack.indices, key=members.__contains__) if inside]
 
 
 def range_keys(stack: LayerStack, run: list[int]) -> dict[str, int]:

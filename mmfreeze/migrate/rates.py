@@ -15,6 +15,7 @@ numbers as ``*``. A pattern none of them reproduces stays a regex, and the repor
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,13 +67,13 @@ class RatePlan:
     kept: tuple[KeptPattern, ...] = ()
 
 
-def pattern_entries(document: Mapping[str, Any]) -> list[Any]:
-    """The recipe's `param_group_overrides` when one of its entries is a regex pattern; else ``[]``."""
+def has_entries(document: Mapping[str, Any], *, pattern: bool) -> bool:
+    """Whether the recipe's `param_group_overrides` has an entry naming its tensors by a regex
+    pattern (``pattern``), or by a selector (not ``pattern``)."""
     section = document.get(SECTION)
     entries = section.get(OVERRIDES) if isinstance(section, Mapping) else None
-    if isinstance(entries, list) and any(isinstance(entry, Mapping) and "pattern" in entry for entry in entries):
-        return entries
-    return []
+    return isinstance(entries, list) and any(isinstance(entry, Mapping) and ("pattern" in entry) == pattern
+                                             for entry in entries)
 
 
 def plan_rate_rewrites(entries: Sequence[Any], targets: FreezeTargets, *, source: str) -> RatePlan:
@@ -148,13 +149,8 @@ def _layer_range(stack: LayerStack, takes: frozenset[str], targets: FreezeTarget
 
 
 def _common_prefix(names: Sequence[str]) -> str:
-    parts = [name.split(".") for name in names]
-    common = []
-    for segments in zip(*parts):
-        if len(set(segments)) != 1:
-            break
-        common.append(segments[0])
-    return ".".join(common)
+    """The dotted segments all ``names`` begin with (``""`` when none)."""
+    return ".".join(os.path.commonprefix([name.split(".") for name in names]))
 
 
 def _numbers_as_stars(path: str) -> str:

@@ -9,7 +9,7 @@ a new section is judged by what the new engine freezes on the same structure, in
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -165,6 +165,12 @@ def roles_in_order(inventory: ResolvedInventory) -> dict[str, list[str]]:
 def entry_key(entry: Entry) -> str:
     """A stable text for a `modules:` / `except:` entry (the path itself for a plain path)."""
     return entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
+
+
+def comment_targets(keys: Iterable[str | None], section: Mapping[str, Any]) -> dict[str | None, str | None]:
+    """Each framework key whose comments move -> the key of the new ``section`` they move to
+    (:data:`KEY_TARGETS`), ``None`` where it has no successor there (its comments go above)."""
+    return {key: KEY_TARGETS.get(key) if KEY_TARGETS.get(key) in section else None for key in keys}
 
 
 @dataclass

@@ -59,7 +59,7 @@ def migrate_yaml(
         written = _verify(expected, new_text, source=display) if rules else document
     except MmfreezeError as error:
         return FileResult(display=display, old_text=text, new_text=text, status="skipped", error=str(error))
-    result = _result(display, file, new_text, rules, document, plan)
+    result = _result(display, file, new_text, rules, plan)
     if not result.changed:
         return result
     cost = _cost(path, written, result, workspace, source=display) if result.status == "changed" else None
@@ -100,10 +100,8 @@ def _verify(expected: Mapping[str, Any], new_text: str, *, source: str) -> Mappi
     return written
 
 
-def _result(
-    display: str, file: YamlFile, new_text: str, rules: list[str], document: Mapping[str, Any], plan: SectionPlan,
-) -> FileResult:
-    text = file.text
+def _result(display: str, file: YamlFile, new_text: str, rules: list[str], plan: SectionPlan) -> FileResult:
+    text, document = file.text, file.data
     moved = (*(move.describe() for move in plan.moves if MF004.id in rules), *_rate_notes(display, file.tree, plan.rates),
              *((plan.kept,) if plan.kept else ()), *((plan.not_compiled,) if plan.not_compiled else ()),
              *((f"compiled for {plan.compiled.compiled_for}",) if MF006.id in rules and plan.compiled else ()),
@@ -113,23 +111,21 @@ def _result(
     if migration is None or targets is None:
         status = "kept" if plan.kept else "already-migrated" if document.get("freeze_config") is not None \
             else "no-freeze-config"
-        rewritten = MF004.id in rules or MF005.id in rules or MF006.id in rules
         if rules == [MF006.id] and is_compiled_layout(document):
             status = "recompiled"
-        elif rewritten:
+        elif MF004.id in rules or MF005.id in rules or MF006.id in rules:
             status = "preserved"
         return FileResult(display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules),
                           notes=moved)
-    section = migration
-    if section.module_reasons:
+    if migration.module_reasons:
         status = "needs-escape-hatch"
     else:
-        status = "preserved" if section.preserved else "changed"
+        status = "preserved" if migration.preserved else "changed"
     return FileResult(
         display=display, old_text=text, new_text=new_text, status=status, rules=tuple(rules),
-        notes=(*moved, *section.notes),
-        newly_frozen=group_parameters(section.newly_frozen, targets),
-        newly_trainable=group_parameters(section.newly_trainable, targets),
+        notes=(*moved, *migration.notes),
+        newly_frozen=group_parameters(migration.newly_frozen, targets),
+        newly_trainable=group_parameters(migration.newly_trainable, targets),
     )
 
 

@@ -3,7 +3,7 @@ write -> scan for orphans -> one :class:`SnapshotRunResult`.
 
 `mmfreeze snapshot` calls :func:`run_check` with the recipes discovery found; a repository's own
 pytest run (:mod:`mmfreeze.snapshots.plugin`) calls :func:`check_recipe` per item and
-:func:`find_orphans` at the end. Neither path imports pytest or syrupy here.
+:func:`finish_run` at the end. Neither path imports pytest or syrupy here.
 
 Orphan scope: a snapshot under the mirror of a folder among the command's PATHS whose recipe is
 gone is orphaned (reported; deleted by ``--update``); snapshots outside the given folders, and every
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mmfreeze.distributed.native import NativeSupport, native_support
+from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
 from mmfreeze.models.batch import BuildTick
 from mmfreeze.recipes.recipe import Recipe
@@ -69,7 +69,6 @@ class SnapshotRun:
     @classmethod
     def of(
         cls, workspace: Workspace, *, recipe_roots: tuple[Path, ...], only_recipes: bool, workers: int | None = None,
-        on_build: Callable[[BuildTick], None] | None = None,
     ) -> SnapshotRun:
         """The run of one command's ``workspace``; the frozen sets share its structures' cache folder."""
         return cls(
@@ -78,7 +77,6 @@ class SnapshotRun:
             recipe_roots=tuple(Path(os.path.abspath(path)) for path in recipe_roots),
             only_recipes=only_recipes,
             workers=workers,
-            on_build=on_build,
         )
 
     @property
@@ -121,8 +119,7 @@ def run_check(
     except KeyboardInterrupt:
         run.result.interrupted = True
         return run.result
-    run.result.orphans.extend(find_orphans(run, delete=mode == "update"))
-    run.result.warnings.extend(cache_warnings(run))
+    finish_run(run, mode)
     return run.result
 
 
@@ -141,9 +138,11 @@ def prefetch_models(recipes: Sequence[Path], run: SnapshotRun) -> None:
                                    "each recipe was checked on its own")
 
 
-def cache_warnings(run: SnapshotRun) -> list[str]:
-    return [message for cache in (run.workspace.structures, run.frozen_sets)
-            if (message := cache.write_warning()) is not None]
+def finish_run(run: SnapshotRun, mode: Mode) -> None:
+    """After the last recipe: the orphans (deleted under ``update``), and the caches that could not be written."""
+    run.result.orphans.extend(find_orphans(run, delete=mode == "update"))
+    run.result.warnings.extend(message for cache in (run.workspace.structures, run.frozen_sets)
+                               if (message := cache.write_warning()) is not None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,27 +198,28 @@ def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> Recip
     recipe = run.workspace.recipe(path)
     native = native_support(recipe.framework_document)
     if stored is None:
-        writes = mode in ("update", "new-only")
-        return _written(located, text, run, native) if writes else located.outcome("missing", run.root, nemo_automodel=native)
+        if mode in ("update", "new-only"):
+            return _written(located, text, run, located.outcome("written", run.root, nemo_automodel=native))
+        return located.outcome("missing", run.root, nemo_automodel=native)
     if stored == text:
         return located.outcome("passed", run.root, nemo_automodel=native)
-    outcome = _compared(stored, snapshot, recipe, located, run)
+    outcome = replace(_compared(stored, snapshot, recipe, located, run), nemo_automodel=native)
     if mode == "update" or (mode == "accept-release" and outcome.status in RELEASE_ONLY):
-        return _written(located, text, run, native, outcome=outcome)
+        return _written(located, text, run, replace(outcome, status="updated"))
     return outcome
 
 
 def _compared(stored: str, snapshot: Snapshot, recipe: Recipe, located: _Located, run: SnapshotRun) -> RecipeOutcome:
-    """A stored snapshot that differs: what moved, and whether the release alone moved it."""
-    native = native_support(recipe.framework_document)
+    """A stored snapshot that differs: what moved, and whether the release alone moved it (the caller
+    adds how nemo-automodel runs the recipe)."""
     shown = relative(located.snapshot, run.root)
     if not stored.strip():
-        return located.outcome("input_error", run.root, nemo_automodel=native, message=(
+        return located.outcome("input_error", run.root, message=(
             f"{shown}: the snapshot file is empty; `mmfreeze snapshot --update {located.key}` writes it again"))
     try:
         old = parse_snapshot(stored, source=shown)
     except SnapshotError as error:
-        return located.outcome("changed", run.root, message=str(error), nemo_automodel=native)
+        return located.outcome("changed", run.root, message=str(error))
     result = run.workspace.frozen_set(recipe)
     structure = result.structure
     change = diff_snapshots(
@@ -228,16 +228,16 @@ def _compared(stored: str, snapshot: Snapshot, recipe: Recipe, located: _Located
         group_of=grouper(structure, override_specs(recipe.module_overrides)),
     )
     if change.nothing_moved:
-        return located.outcome("changed", run.root, change=change, nemo_automodel=native, message=(
+        return located.outcome("changed", run.root, change=change, message=(
             f"{shown} holds this very snapshot in another order or layout (edited by hand?): no tensor, adapter, "
             "rate or header field moved; `mmfreeze snapshot --update` writes it in its canonical form"))
     if (switch := builder_switch(old.header, snapshot.header)) is not None:
-        return located.outcome("builder_switch", run.root, message=switch, change=change, nemo_automodel=native)
+        return located.outcome("builder_switch", run.root, message=switch, change=change)
     status: Status = ("version_only" if change.version_only else "renamed" if change.renamed_only
                       else "probe_only" if change.probe_only else "changed")
     moved = status == "changed" and bool(change.newly_frozen or change.newly_trainable)
     cost = _cost(change, result, recipe, run) if moved else None
-    return located.outcome(status, run.root, change=change, nemo_automodel=native, cost=cost)
+    return located.outcome(status, run.root, change=change, cost=cost)
 
 
 def _cost(change: RecipeChange, result: FrozenSetResult, recipe: Recipe, run: SnapshotRun) -> ChangeCost:
@@ -265,17 +265,14 @@ def _built(header: SnapshotHeader) -> str:
     return f"{header.architecture} by " + (library if header.builder == "transformers" else f"{header.builder} ({library})")
 
 
-def _written(
-    located: _Located, text: str, run: SnapshotRun, native: NativeSupport, *, outcome: RecipeOutcome | None = None,
-) -> RecipeOutcome:
-    """The current snapshot stored: ``written`` for a new one, ``updated`` for an accepted change."""
+def _written(located: _Located, text: str, run: SnapshotRun, outcome: RecipeOutcome) -> RecipeOutcome:
+    """``outcome`` (``written`` for a new snapshot, ``updated`` for an accepted change) once the
+    current snapshot is stored; a failed write is the recipe's input error."""
     try:
         write_stored(located.snapshot, text)
     except SnapshotError as error:
         return located.outcome("input_error", run.root, message=f"{relative(located.snapshot, run.root)}: {error.message}")
-    if outcome is None:
-        return located.outcome("written", run.root, nemo_automodel=native)
-    return replace(outcome, status="updated")
+    return outcome
 
 
 def find_orphans(run: SnapshotRun, *, delete: bool) -> list[Orphan]:

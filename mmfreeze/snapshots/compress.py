@@ -55,10 +55,9 @@ def compress_names(names: Iterable[str]) -> list[str]:
     lines: list[str] = []
     templates: dict[tuple[str, str], list[int]] = {}
     for name in set(names):
-        split = None if _SPECIAL & set(name) else _split_first_index(name)
         if _SPECIAL & set(name):
             lines.append(ESCAPE + name)
-        elif split is None:
+        elif (split := _split_first_index(name)) is None:
             lines.append(name)
         else:
             head, index, tail = split

@@ -14,7 +14,7 @@ not changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from mmfreeze.recipes.optimizer import DEFAULT_RATE, Rate
 from mmfreeze.models.lora import adapted_weight
@@ -59,14 +59,10 @@ class ReleaseNames:
     current: Renames
 
     def to_current(self, name: str) -> str:
-        if _kept(name, self.current, self.stored):
-            return name
-        return self.current.to_model(self.stored.to_checkpoint(name))
+        return _translated(name, self.stored, self.current)
 
     def to_stored(self, name: str) -> str:
-        if _kept(name, self.stored, self.current):
-            return name
-        return self.stored.to_model(self.current.to_checkpoint(name))
+        return _translated(name, self.current, self.stored)
 
     def renamed(self, current_names: Iterable[str]) -> tuple[RenameGroup, ...]:
         """The current names whose stored name differs, grouped by the rules that moved them."""
@@ -96,18 +92,20 @@ class ReleaseNames:
         return RenameGroup(stored=old, current=new, tensors=tensors, mapping=" then ".join(mappings))
 
 
-def _kept(name: str, other: Renames, own: Renames) -> bool:
-    """Whether the release of ``other`` names a tensor ``name`` as the release of ``own`` does: its
-    renames make that name, or neither release renames it.
+def _translated(name: str, own: Renames, other: Renames) -> str:
+    """The name the release of ``other`` gives the tensor the release of ``own`` names ``name``: the
+    same when its renames make that name, or neither release renames it; else through the checkpoint.
 
-    Asked before going through the checkpoint, because a release's renames reversed give one of the
+    The same name is asked for first, because a release's renames reversed give one of the
     checkpoint names it loads, not the only one: 5.18 saves Qwen2-Audio's language model as
     ``language_model.model.model.*``, 5.24 as ``language_model.model.*``, and both load either as
     ``model.language_model.*``.
     """
     if other.rule_from_model(name) is not None:
-        return True
-    return own.rule_from_model(name) is None and other.rule_from_checkpoint(name) is None
+        return name
+    if own.rule_from_model(name) is None and other.rule_from_checkpoint(name) is None:
+        return name
+    return other.to_model(own.to_checkpoint(name))
 
 
 def _pattern(rule: RenameRule, side: str) -> str:
@@ -196,11 +194,9 @@ class RecipeChange:
         """Like :attr:`version_only` or :attr:`renamed_only`, but the release also changed how some
         mix was probed for reachability (another method, or none): no tensor's trainability, rate or
         reachability moved."""
-        fields = {change.field for change in self.header_changes}
-        return (bool(fields) and fields <= RELEASE_FIELDS and bool(self.reach_changes)
-                and all(change.method_only for change in self.reach_changes)
-                and not (self.newly_frozen or self.newly_trainable or self.adapters_added or self.adapters_removed
-                         or self.unmapped or self.rate_changes))
+        # Those probe changes set aside, the rest is a release difference alone (renamed or not).
+        return (bool(self.reach_changes) and all(change.method_only for change in self.reach_changes)
+                and replace(self, reach_changes=())._release_only)
 
     @property
     def renamed_only(self) -> bool:

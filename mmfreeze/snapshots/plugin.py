@@ -1,7 +1,7 @@
 """pytest plugin: one test item per recipe, for a repository that checks its recipes' snapshots
 inside its own pytest run. A thin adapter over :mod:`mmfreeze.snapshots.check`: each item is one
 :func:`~mmfreeze.snapshots.check.check_recipe`, and the session ends with
-:func:`~mmfreeze.snapshots.check.find_orphans`. Installed through the ``pytest11`` entry point::
+:func:`~mmfreeze.snapshots.check.finish_run`. Installed through the ``pytest11`` entry point::
 
     [tool.pytest.ini_options]
     testpaths = ["tests", "recipes"]     # pytest must walk the recipe folders
@@ -34,9 +34,8 @@ from mmfreeze.snapshots.check import (
     FAILING,
     Mode,
     SnapshotRun,
-    cache_warnings,
     check_recipe,
-    find_orphans,
+    finish_run,
     prefetch_models,
 )
 from mmfreeze.snapshots.layout import DEFAULT_SNAPSHOT_DIR
@@ -181,17 +180,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash[RUN_KEY]
     if not run.recipe_roots:
         return
-    run.result.orphans.extend(find_orphans(run, delete=mode_of(session.config) == "update"))
-    run.result.warnings.extend(cache_warnings(run))
+    finish_run(run, mode_of(session.config))
     if any(not orphan.deleted for orphan in run.result.orphans) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     run = config.stash[RUN_KEY]
-    if run.result.orphans:
-        for line in render_text([], run.result.orphans).splitlines():
-            terminalreporter.write_line(f"mmfreeze: {line}", red=True)
+    for line in render_text([], run.result.orphans).splitlines():
+        terminalreporter.write_line(f"mmfreeze: {line}", red=True)
     for message in run.result.warnings:
         terminalreporter.write_line(f"mmfreeze warning: {message}", yellow=True)
     if run.result.missing_configs:

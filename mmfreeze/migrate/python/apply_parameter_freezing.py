@@ -30,8 +30,7 @@ from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.migrate.python.bindings import binding_for
 from mmfreeze.migrate.python.context import PythonContext
 from mmfreeze.migrate.python.dict_translate import literal_section, render_section
-from mmfreeze.migrate.python.edits import RuleEdits, edit_for, source_of
-from mmfreeze.migrate.python.imports import import_edits
+from mmfreeze.migrate.python.edits import Edit, RuleEdits, edit_for, source_of
 from mmfreeze.migrate.python.prove import prove
 from mmfreeze.migrate.report import Finding
 from mmfreeze.migrate.rules import MF101
@@ -50,11 +49,8 @@ def find(context: PythonContext) -> RuleEdits:
     """Edits for every proven call (and the import), findings for the others."""
     visitor = LegacyCallVisitor(context)
     context.wrapper.visit(visitor)
-    if visitor.rewritten:
-        visitor.result.edits += import_edits(
-            context.wrapper, legacy_name=LEGACY_FUNCTION, new_name=NEW_FUNCTION, new_import=NEW_IMPORT,
-            legacy_calls_left=visitor.kept > 0, eol=context.eol,
-        )
+    if visitor.result.edits:  # a call was rewritten; a reported one (a finding) still calls the legacy function
+        visitor.result.edits += _import_edits(context, legacy_calls_left=bool(visitor.result.findings))
     return visitor.result
 
 
@@ -65,8 +61,6 @@ class LegacyCallVisitor(cst.CSTVisitor):
         super().__init__()
         self.context = context
         self.result = RuleEdits()
-        self.rewritten = 0
-        self.kept = 0
         self._parametrized: list[dict[str, cst.List]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -100,7 +94,6 @@ class LegacyCallVisitor(cst.CSTVisitor):
         proofs, problem = self._prove(sections, position.start.line, position.end.line, where)
         if problem is not None:
             return problem
-        self.rewritten += 1
         self.result.edits.append(edit_for(self.get_metadata(PositionProvider, node.func), NEW_FUNCTION))
         for found, code, section in zip(dicts, codes, proofs, strict=True):
             self.result.edits.append(edit_for(self.get_metadata(PositionProvider, found), render_section(section, code)))
@@ -139,7 +132,6 @@ class LegacyCallVisitor(cst.CSTVisitor):
         return []
 
     def _keep(self, node: cst.Call, message: str) -> None:
-        self.kept += 1
         line = self.get_metadata(PositionProvider, node).start.line
         self.result.findings.append(Finding(line=line, rule=RULE.id, message=message))
 
@@ -160,3 +152,43 @@ def _parametrize_lists(node: cst.FunctionDef) -> dict[str, cst.List]:
             if isinstance(name, cst.SimpleString) and isinstance(values, cst.List) and "," not in name.evaluated_value:
                 found[name.evaluated_value.strip()] = values
     return found
+
+
+class ImportVisitor(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.legacy: list[tuple[cst.SimpleStatementLine, int]] = []
+        self.has_new = False
+        self.first_import: cst.SimpleStatementLine | None = None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        for statement in node.body:
+            if isinstance(statement, (cst.Import, cst.ImportFrom)) and self.first_import is None:
+                self.first_import = node
+            if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar):
+                names = [alias.name.value for alias in statement.names if isinstance(alias.name, cst.Name)]
+                if LEGACY_FUNCTION in names:
+                    self.legacy.append((node, len(statement.names)))
+                self.has_new = self.has_new or NEW_FUNCTION in names
+
+
+def _import_edits(context: PythonContext, *, legacy_calls_left: bool) -> list[Edit]:
+    """The import side: import ``apply_freeze_config`` where calls now use it.
+
+    The legacy import is replaced when it imported only the legacy name and no legacy call is left;
+    otherwise the new import is added after it (a legacy call that was reported still needs the old one)."""
+    visitor = ImportVisitor()
+    context.wrapper.visit(visitor)
+    if visitor.has_new:
+        return []
+    positions = context.wrapper.resolve(PositionProvider)
+    if visitor.legacy:
+        statement, count = visitor.legacy[0]
+        position = positions[statement]
+        if count == 1 and not legacy_calls_left:
+            return [edit_for(position, NEW_IMPORT)]
+        return [Edit((position.end.line + 1, 0), (position.end.line + 1, 0), NEW_IMPORT + context.eol)]
+    line = positions[visitor.first_import].start.line if visitor.first_import is not None else 1
+    return [Edit((line, 0), (line, 0), NEW_IMPORT + context.eol)]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mmfreeze.migrate.section import KEY_TARGETS
+from mmfreeze.migrate.section import comment_targets
 from mmfreeze.migrate.yaml.text import split_comment
 
 _KEY_LINE = re.compile(r"""^(?P<indent>\s*)(?P<q>['"])(?P<key>\w+)(?P=q)\s*:""")
@@ -57,7 +57,7 @@ def _multiline(code: str, section: Mapping[str, Any], quote: str) -> str | None:
         return None
     above, trailing, indent = _comments(lines[1:-1])
     indent = indent or lines[-1][: len(lines[-1]) - len(lines[-1].lstrip())] + "    "
-    placed = {key: KEY_TARGETS.get(key) if KEY_TARGETS.get(key) in section else None for key in [*above, *trailing]}
+    placed = comment_targets([*above, *trailing], section)
     orphans = [f"# (was on {key}) {text}" for key, target in placed.items() if key and target is None
                for text in trailing.get(key, [])]
     out = ["{", *(f"{indent}{comment}" for key, target in placed.items() if target is None for comment in above.get(key, []))]

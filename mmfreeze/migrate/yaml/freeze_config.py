@@ -48,7 +48,7 @@ from mmfreeze.exceptions import MigrationError, NoNewVocabularyEquivalent
 from mmfreeze.migrate.intent import intent_section
 from mmfreeze.migrate.preserve import preserve_section
 from mmfreeze.migrate.rules import MF001
-from mmfreeze.migrate.section import KEY_TARGETS, SectionMigration, check_migratable, entry_key
+from mmfreeze.migrate.section import SectionMigration, check_migratable, comment_targets, entry_key
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
 from mmfreeze.migrate.yaml.rule import YamlRule
@@ -149,14 +149,14 @@ def read_comments(block: list[str], *, source: str) -> BlockComments:
 
 def render_block(migration: SectionMigration, comments: BlockComments, *, indent: int, eol: str) -> list[str]:
     pad = " " * indent
-    moved: dict[str | None, list[str]] = {}
-    for key in dict.fromkeys([*comments.above, *comments.trailing]):
-        moved.setdefault(KEY_TARGETS.get(key), []).append(key)
+    placed = comment_targets([*comments.above, *comments.trailing], migration.section)
     lines = [SECTION + ":" + _trail(comments.header)]
     lines.extend(f"{pad}# {text}" for text in migration.comments.get(SECTION, ()))
-    lines.extend(f"{pad}# was on {key}: {text}" for key, text in _orphans(comments, migration.section))
+    # comments whose framework key has no successor in the written section
+    lines.extend(f"{pad}# was on {key}: {text}" for key, target in placed.items() if target is None
+                 for text in [*comments.above.get(key, []), *filter(None, [comments.trailing.get(key)])])
     for key, value in migration.section.items():
-        legacy = moved.get(key, [])
+        legacy = [old for old, target in placed.items() if target == key]
         lines.extend(f"{pad}# {text}" for text in migration.comments.get(key, ()))
         lines.extend(f"{pad}# {text}" for old in legacy for text in comments.above.get(old, []))
         trail = _trail("; ".join(comments.trailing[old] for old in legacy if old in comments.trailing))
@@ -169,14 +169,6 @@ def render_block(migration: SectionMigration, comments: BlockComments, *, indent
         else:
             lines.append(f"{pad}{key}: {flow(value)}{trail}")
     return [line + eol for line in lines]
-
-
-def _orphans(comments: BlockComments, section: dict) -> list[tuple[str, str]]:
-    """Comments whose legacy key has no successor in the written section."""
-    keys = dict.fromkeys([*comments.above, *comments.trailing])
-    orphaned = [key for key in keys if KEY_TARGETS.get(key) not in section]
-    return [(key, text) for key in orphaned
-            for text in [*comments.above.get(key, []), *filter(None, [comments.trailing.get(key)])]]
 
 
 def _trail(comment: str | None) -> str:

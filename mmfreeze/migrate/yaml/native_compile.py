@@ -44,6 +44,7 @@ from mmfreeze.exceptions import NotNativelyExpressible
 from mmfreeze.freeze.compiler.target import release_of
 from mmfreeze.freeze.keys import detect_vocabulary
 from mmfreeze.freeze.compiler.recipe import compiled_hold, compiled_sections
+from mmfreeze.migrate.rates import has_entries
 from mmfreeze.migrate.rules import MF006
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
@@ -77,7 +78,7 @@ class NativeCompile(YamlRule):
         0.7 cannot read: it is its own source, compiled for the rates alone."""
         section = data[SECTION][SOURCE_FREEZE] if is_compiled_layout(data) else data.get("freeze_config")
         vocabulary = detect_vocabulary(section, source=planning.where)
-        return vocabulary == "new" or (vocabulary == "selectors" and _selector_rates(data))
+        return vocabulary == "new" or (vocabulary == "selectors" and has_entries(data, pattern=False))
 
     def plan(self, planning: Planning, data: Mapping[str, Any], plan: SectionPlan) -> SectionPlan:
         """The source compiled for the repository's release on the model its builder builds, proven
@@ -221,9 +222,3 @@ def _source_line(document: Any) -> int:
 
 def _peft_noted(lines: Sequence[str], line: int) -> bool:
     return line > 0 and lines[line - 1].strip() == PEFT_SOURCE_NOTE
-
-
-def _selector_rates(document: Mapping[str, Any]) -> bool:
-    optimizer = document.get(OPTIMIZER)
-    entries = optimizer.get(OVERRIDES) if isinstance(optimizer, Mapping) else None
-    return isinstance(entries, list) and any(isinstance(entry, Mapping) and "pattern" not in entry for entry in entries)

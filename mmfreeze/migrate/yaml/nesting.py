@@ -40,53 +40,50 @@ class LegacyKeyMove(YamlRule):
         node[path[-1]] = value
 
     def edit(self, context: YamlContext, edits: LineEdits) -> None:
-        move_key(context, edits, PARENT, self.legacy, NESTED_PATHS[self.legacy])
-
-
-def move_key(context: YamlContext, edits: LineEdits, parent_key: str, legacy_key: str, new_path: Sequence[str]) -> None:
-    """``parent_key.legacy_key`` moved to ``parent_key.<new_path>``; nothing when absent."""
-    document, source = context.document, context.source
-    parent = document.get(parent_key) if isinstance(document, CommentedMap) else None
-    if not isinstance(parent, CommentedMap) or legacy_key not in parent:
-        return
-    where = f"{source}:{key_position(parent, legacy_key)[0] + 1}"
-    _require_block(parent, f"{parent_key}", where)
-    lines = list(edits.original)
-    unit = detect_indent(lines)
-    existing = _deepest_existing(parent, new_path, parent_key, where, edits.created)
-    line, column = key_position(parent, legacy_key)
-    start, end = key_span(lines, line, column)
-    moved = _moved_lines(edits.current(start, end), legacy_key, new_path, existing, column, unit, line_ending(lines))
-    if not existing:
-        edits.replace(start, end, moved)
-        at = end
-    else:
-        made = edits.created.get((parent_key, *existing))
-        at = made if made is not None else \
-            key_span(lines, *key_position(_mapping_at(parent, new_path[: len(existing) - 1]), existing[-1]))[1]
-        edits.replace(start, end, [])
-        edits.insert(at, moved)
-    for depth in range(len(existing), len(new_path) - 1):
-        edits.created[(parent_key, *new_path[: depth + 1])] = at
+        """``distributed.<legacy>`` moved to ``distributed.<nested path>``; nothing when absent."""
+        document, legacy_key, new_path = context.document, self.legacy, NESTED_PATHS[self.legacy]
+        parent = document.get(PARENT) if isinstance(document, CommentedMap) else None
+        if not isinstance(parent, CommentedMap) or legacy_key not in parent:
+            return
+        line, column = key_position(parent, legacy_key)
+        where = f"{context.source}:{line + 1}"
+        _require_block(parent, PARENT, where)
+        lines = list(edits.original)
+        unit = detect_indent(lines)
+        existing = _deepest_existing(parent, new_path, where, edits.created)
+        start, end = key_span(lines, line, column)
+        moved = _moved_lines(edits.current(start, end), legacy_key, new_path, existing, column, unit,
+                             line_ending(lines))
+        if not existing:
+            edits.replace(start, end, moved)
+            at = end
+        else:
+            made = edits.created.get((PARENT, *existing))
+            at = made if made is not None else \
+                key_span(lines, *key_position(_mapping_at(parent, new_path[: len(existing) - 1]), existing[-1]))[1]
+            edits.replace(start, end, [])
+            edits.insert(at, moved)
+        for depth in range(len(existing), len(new_path) - 1):
+            edits.created[(PARENT, *new_path[: depth + 1])] = at
 
 
 def _deepest_existing(
-    parent: CommentedMap, path: Sequence[str], parent_key: str, where: str, created: dict[tuple[str, ...], int],
+    parent: CommentedMap, path: Sequence[str], where: str, created: dict[tuple[str, ...], int],
 ) -> list[str]:
     node: CommentedMap | None = parent
     found: list[str] = []
     for key in path[:-1]:
         child = node.get(key) if node is not None else None
-        if child is None and (parent_key, *found, key) not in created:
+        if child is None and (PARENT, *found, key) not in created:
             break
-        dotted = ".".join([parent_key, *found, key])
+        dotted = ".".join([PARENT, *found, key])
         if child is not None and not isinstance(child, CommentedMap):
             raise MigrationError(f"{dotted} is not a mapping; cannot nest {path[-1]} under it", source=where, key=dotted)
         if child is not None:
             _require_block(child, dotted, where)
         node, found = child, [*found, key]
     if len(found) == len(path) - 1 and (node is not None and path[-1] in node):
-        dotted = ".".join([parent_key, *path])
+        dotted = ".".join([PARENT, *path])
         raise MigrationError(f"{dotted} already exists next to the legacy key; keep one by hand",
                              source=where, key=dotted)
     return found

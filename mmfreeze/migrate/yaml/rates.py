@@ -28,7 +28,7 @@ from typing import Any
 
 from mmfreeze.exceptions import MigrationError
 from mmfreeze.freeze.recipe_model import rate_targets
-from mmfreeze.migrate.rates import pattern_entries, plan_rate_rewrites, rewritten_entries
+from mmfreeze.migrate.rates import has_entries, plan_rate_rewrites, rewritten_entries
 from mmfreeze.migrate.rules import MF005
 from mmfreeze.migrate.yaml.context import Planning, SectionPlan, YamlContext
 from mmfreeze.migrate.yaml.edits import LineEdits
@@ -43,7 +43,7 @@ class RateSelectors(YamlRule):
 
     def applies(self, planning: Planning, data: Mapping[str, Any]) -> bool:
         """Regex `pattern` entries in `param_group_overrides`, outside a compiled layout."""
-        return not is_compiled_layout(data) and bool(pattern_entries(data))
+        return not is_compiled_layout(data) and has_entries(data, pattern=True)
 
     def plan(self, planning: Planning, data: Mapping[str, Any], plan: SectionPlan) -> SectionPlan:
         """The entries a selector reproduces on the model the optimizer sees (proven), and those kept."""

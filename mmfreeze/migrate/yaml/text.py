@@ -46,8 +46,7 @@ def key_span(lines: list[str], start: int, column: int) -> tuple[int, int]:
 
 def key_position(mapping: CommentedMap, key: str) -> tuple[int, int]:
     """0-based (line, column) of ``key`` in ``mapping``."""
-    line, column = mapping.lc.key(key)
-    return line, column
+    return mapping.lc.key(key)
 
 
 def detect_indent(lines: list[str]) -> int:
