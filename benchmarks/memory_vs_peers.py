@@ -17,7 +17,7 @@ measured bytes of parameters + gradients + optimizer states and, as ratios to it
   estimator" guide, and every report of its Hub Space): "When training with Adam, you can expect
   roughly 4x the reported results to be used (1x for the model, 1x for the gradients, and 2x for the
   optimizer)". It is one device's figure for the whole model: it counts frozen parameters as trained,
-  knows no LoRA adapter and no sharding.
+  knows no LoRA adapter and no sharding, and, of a distillation run, sizes the student alone.
 * **accelerate / N**: the same divided by the world size, the most favourable reading of it for a
   sharded run (not accelerate's own output: said in the header).
 
@@ -45,12 +45,15 @@ def accelerate_estimate(case: Case) -> int | None:
     from accelerate import init_empty_weights
     from accelerate.commands.estimate import estimate_training_usage
     from accelerate.utils import calculate_maximum_sizes
-    from transformers import AutoModelForImageTextToText, Qwen2AudioForConditionalGeneration
+    from transformers import (
+        AutoModelForImageTextToText, Qwen2AudioForConditionalGeneration, VoxtralForConditionalGeneration,
+    )
 
     config = tiny_config(case.family, tied=case.tied)
+    audio = {"qwen2_audio": Qwen2AudioForConditionalGeneration, "voxtral": VoxtralForConditionalGeneration}
     with init_empty_weights():  # create_empty_model's way: fp32, on meta
-        if case.family == "qwen2_audio":  # no Auto class of transformers' builds it
-            model = Qwen2AudioForConditionalGeneration._from_config(config, dtype=torch.float32)
+        if case.family in audio:  # no Auto class of transformers' builds them
+            model = audio[case.family]._from_config(config, dtype=torch.float32)
         else:
             try:
                 model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)

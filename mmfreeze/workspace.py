@@ -28,12 +28,13 @@ from mmfreeze.models.loader import LoadedStructure, ModelRequest, find_config, l
 from mmfreeze.reachability.recipe import probed_request
 from mmfreeze.recipes.discovery import RecipeFinder
 from mmfreeze.recipes.documents import YamlDocuments
-from mmfreeze.recipes.recipe import Recipe, load_recipe
+from mmfreeze.recipes.recipe import Recipe, load_recipe, teacher_recipe
 from mmfreeze.recipes.targets import DEFAULT_TARGETS
 from mmfreeze.settings import Settings
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.memory.recipe import Teacher
     from mmfreeze.models.renames import Renames
     from mmfreeze.models.structure import ModelStructure
 
@@ -120,6 +121,18 @@ class Workspace:
                                      recorded=self.recorded(recipe))
 
         return memoized(self._frozen_sets, recipe.path, compute)
+
+    def teacher(self, recipe: Recipe) -> Teacher | None:
+        """A distillation recipe's teacher (:func:`~mmfreeze.recipes.recipe.teacher_recipe`) on the model
+        this run builds for it, what it freezes when the framework shards it, and its config: what the
+        memory model sizes beside the student; ``None`` without one."""
+        from mmfreeze.memory.recipe import Teacher
+
+        taught = teacher_recipe(recipe, allowed_targets=self.allowed_targets)
+        if taught is None:
+            return None
+        loaded = self.loaded(self.request(taught, probed=False))
+        return Teacher(recipe=taught, frozen=recipe_frozen_set(taught, loaded.structure), config=loaded.source.config)
 
     def compile_target(self, built: ModelStructure) -> CompileTarget:
         """What a compiled section is proven on here: the repository's release, and the builder that

@@ -53,7 +53,7 @@ def explain(
         loaded = workspace.loaded(workspace.request(parsed))
         world = choose_world_size(parsed, option=world_size, setting=settings.world_size)
         explanation = explain_recipe(parsed, loaded, workspace.frozen_set(parsed), rank_uniform=rank_uniform,
-                                     world=world)
+                                     world=world, teacher=lambda: workspace.teacher(parsed))
         explanation["builder"] = explain_builder(workspace.builder, loaded, target=parsed.model.target)
     except MmfreezeError as error:
         report_error(error)
@@ -203,6 +203,9 @@ def _print_memory(memory: dict[str, Any] | None) -> None:
     rows = [(ranks, *(_bytes(value) for value in (*figures, sum(figures))))
             for ranks, figures in _equal_rows(memory["ranks"])]
     _print_table(title, columns, rows, right=columns[1:])
+    if (teacher := memory.get("teacher")) is not None:
+        out.print(f"teacher: {escape(teacher['what'])}: {_bytes(max(teacher['parameters']))} per rank at the most, "
+                  f"{teacher['fsdp_units']} FSDP2 units of its own")
     peak = memory["all_gather_peak"]
     if peak is not None:
         unit = peak["unit"] or "the root unit"

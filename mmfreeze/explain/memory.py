@@ -6,10 +6,11 @@ recipe's distributed sizes): the corpus check never computes it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.memory.errors import MemoryModelError
-from mmfreeze.memory.recipe import WorldSize, recipe_memory
+from mmfreeze.memory.recipe import Teacher, WorldSize, recipe_memory
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -23,14 +24,17 @@ SCOPE = ("parameters, gradients and optimizer states per rank, as the storages F
 
 def explain_memory(
     recipe: Recipe, frozen: FrozenSetResult, world: WorldSize | None, loaded: LoadedStructure,
+    teacher: Callable[[], Teacher | None] = lambda: None,
 ) -> dict[str, Any] | None:
     """The `memory` section: ``{"world_size": N, "ranks": [{"rank", "parameters", "gradients", "optimizer"}]}``
     in bytes, with how it was sized; ``None`` with no world size known. A world size asked for on the
-    command line makes a refusal an input error; one taken from a default only says why there is no figure."""
+    command line makes a refusal an input error; one taken from a default only says why there is no figure.
+    ``teacher``: builds a distillation recipe's teacher, asked only where a figure is made."""
     if world is None:
         return None
     try:
-        estimate = recipe_memory(recipe, frozen, world_size=world.ranks, config=loaded.source.config)
+        estimate = recipe_memory(recipe, frozen, world_size=world.ranks, config=loaded.source.config,
+                                 teacher=teacher())
     except MemoryModelError as error:
         if world.source == "--world-size":
             raise
@@ -53,5 +57,18 @@ def memory_section(estimate: MemoryEstimate, world: WorldSize) -> dict[str, Any]
             "unit": peak.unit, "bytes": peak.bytes, "dtype": peak.dtype,
             "what": "transient: the largest FSDP unit's parameters all-gathered (unsharded) during its forward "
                     "and backward, freed after; not held between steps"},
+        **({} if estimate.teacher is None else {"teacher": teacher_section(estimate.teacher)}),
         "scope": SCOPE,
+    }
+
+
+def teacher_section(teacher: MemoryEstimate) -> dict[str, Any]:
+    """A distillation teacher's own figures (only a distillation recipe's section has them)."""
+    peak = teacher.all_gather_peak
+    return {
+        "parameters": [rank.parameters for rank in teacher.ranks],
+        "fsdp_units": teacher.units,
+        "all_gather_peak": None if peak is None else {"unit": peak.unit, "bytes": peak.bytes},
+        "what": "the distillation teacher, frozen whole on the same ranks: parameters only, counted in each "
+                "rank's parameters",
     }

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.explain.distributed import explain_distributed
 from mmfreeze.explain.memory import explain_memory
-from mmfreeze.memory.recipe import WorldSize
+from mmfreeze.memory.recipe import Teacher, WorldSize
 from mmfreeze.explain.reach import explain_reach
 from mmfreeze.freeze.engine import FrozenSetResult
 from mmfreeze.freeze.summary import summarize_frozen
@@ -27,14 +27,15 @@ if TYPE_CHECKING:
 
 def explain_recipe(
     recipe: Recipe, loaded: LoadedStructure, frozen: FrozenSetResult, *, rank_uniform: Collection[str] = (),
-    world: WorldSize | None = None,
+    world: WorldSize | None = None, teacher: Callable[[], Teacher | None] = lambda: None,
 ) -> dict[str, Any]:
     """The whole explanation: model, resolved multimodal modules, what is frozen, the rates, the FSDP plan,
     and per-rank memory at ``world`` ranks (``None``: no world size known, none computed).
 
     ``loaded``: the recipe's model structure, probed (``ModelRequest.probe``); ``frozen``: what the recipe
     trains on it (:meth:`mmfreeze.workspace.Workspace.frozen_set`); ``rank_uniform``: modalities the data side
-    guarantees every rank executes in every step.
+    guarantees every rank executes in every step; ``teacher``: builds a distillation recipe's teacher, whose
+    parameters the memory section counts.
     """
     overrides = override_specs(recipe.module_overrides)
     inventory = resolve_structure(frozen.structure, override_specs=overrides)  # LoRA already injected there
@@ -59,7 +60,7 @@ def explain_recipe(
             recipe, loaded, frozen, override_specs=overrides, rank_uniform=rank_uniform
         ),
         "nemo_automodel": explain_native(recipe, frozen.vocabulary),
-        "memory": explain_memory(recipe, frozen, world, loaded),
+        "memory": explain_memory(recipe, frozen, world, loaded, teacher),
     }
 
 

@@ -98,12 +98,15 @@ def change_cost(
     if world_size is None:
         return ChangeCost(unsized=NO_WORLD_SIZE)
     try:
-        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, config=config)
-        whole = _delta(base, recipe_memory(recipe, after, world_size=world_size), after, before_frozen, after.frozen)
+        # differences of one recipe's figures: a distillation teacher, the same in each, is left out
+        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, config=config,
+                             delta_only=True)
+        whole = _delta(base, recipe_memory(recipe, after, world_size=world_size, delta_only=True), after,
+                       before_frozen, after.frozen)
         parts = []
         for (kind, label), names in groups.items():
             moved = before_frozen ^ names  # that group alone moved
-            alone = recipe_memory(recipe, after, world_size=world_size, frozen_names=moved)
+            alone = recipe_memory(recipe, after, world_size=world_size, frozen_names=moved, delta_only=True)
             parts.append(GroupCost(kind=kind, label=label, delta=_delta(base, alone, after, before_frozen, moved)))
     except MmfreezeError as error:
         return ChangeCost(unsized=error.message if error.key is None else f"{error.key}: {error.message}")

@@ -13,6 +13,11 @@ The rules, read from ``components/distributed/parallelizer.py`` (``ModelParallel
 3. Untied, trainable input and output embeddings that no unit owns yet get their own units.
 4. The root is the last unit: every parameter not owned by an earlier unit and not replicated.
 
+A unit is ``gathered`` where the framework wraps it with ``reshard_after_forward=False``: the root,
+the last unit of each container (the rest reshard, so the next layer's all-gather can be
+prefetched) and the output embedding. Its parameters stay all-gathered from its forward until its
+backward reshards them; a model that only runs forward (a distillation teacher) keeps them so.
+
 A unit owns the parameters of its subtree that no earlier (inner) unit owns. Pure: it reads the
 module tree of a :class:`~mmfreeze.models.structure.ModelStructure` and a frozen set.
 """
@@ -43,6 +48,8 @@ class FsdpUnit:
     path: str
     """The wrapped module's path (``""``: the root)."""
     parameters: tuple[str, ...]
+    gathered: bool = False
+    """Wrapped with ``reshard_after_forward=False``: all-gathered from its forward to its backward."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,15 +65,18 @@ def plan_fsdp_layout(structure: ModelStructure, frozen: frozenset[str], frozen_s
     """The framework's FSDP2 units for ``structure`` with ``frozen`` parameters frozen."""
     tree = _Tree(structure, frozen)
     wrapped: list[str] = []
+    gathered: set[str] = {""}
     replicated: set[str] = set()
-    tree.visit("", frozen_sharding, wrapped, replicated)
-    wrapped += tree.untied_embeddings(wrapped)
+    tree.visit("", frozen_sharding, wrapped, gathered, replicated)
+    embeddings = tree.untied_embeddings(wrapped)
+    wrapped += embeddings
+    gathered.update(path for path in embeddings if path.rpartition(".")[2] == "lm_head")
     owned: set[str] = set(replicated)
     units = []
     for path in [*wrapped, ""]:
         names = tuple(name for name in tree.parameters_under(path) if name not in owned)
         owned.update(names)
-        units.append(FsdpUnit(path=path, parameters=names))
+        units.append(FsdpUnit(path=path, parameters=names, gathered=path in gathered))
     return FsdpLayout(units=tuple(units), replicated=frozenset(replicated))
 
 
@@ -93,15 +103,18 @@ class _Tree:
         names = self.parameters_under(path)
         return bool(names) and all(name in self.frozen for name in names)
 
-    def visit(self, path: str, sharding: FrozenSharding, wrapped: list[str], replicated: set[str]) -> None:
+    def visit(self, path: str, sharding: FrozenSharding, wrapped: list[str], gathered: set[str],
+              replicated: set[str]) -> None:
         kind = self.kind(path)
         children = self.children.get(path, [])
         if kind:
             nested = ("ModuleList", "ModuleDict") if kind == "ModuleDict" else ("ModuleList",)
             for child in children:
                 if self.kind(child) in nested:
-                    self.visit(child, sharding, wrapped, replicated)
-            wrapped += [child for child in children if self.kind(child) not in nested]
+                    self.visit(child, sharding, wrapped, gathered, replicated)
+            layers = [child for child in children if self.kind(child) not in nested]
+            wrapped += layers
+            gathered.update(layers[-1:])
             return
         for child in children:
             leaf = child.rpartition(".")[2]
@@ -109,7 +122,7 @@ class _Tree:
                 if sharding == "replicate":
                     replicated.update(self.parameters_under(child))
                 continue
-            self.visit(child, sharding, wrapped, replicated)
+            self.visit(child, sharding, wrapped, gathered, replicated)
 
     def untied_embeddings(self, wrapped: Iterable[str]) -> list[str]:
         """Rule 3: the input and output embedding modules, when untied, trainable and not units yet."""

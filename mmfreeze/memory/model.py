@@ -21,7 +21,7 @@ allocator's rounding are out of scope.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import prod
 
@@ -49,6 +49,10 @@ class MemoryInputs:
     layout: FsdpLayout
     optimizer: OptimizerState
     world_size: int
+    teacher: MemoryInputs | None = None
+    """A distillation recipe's teacher, frozen whole on the same ranks: its parameters count on each rank."""
+    forward_only: bool = False
+    """The model only runs forward (a teacher): its ``gathered`` units stay all-gathered, held beside their shards."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +88,8 @@ class MemoryEstimate:
     """Units with a trainable parameter: each holds one reduce-scatter output its ``.grad``s are views of."""
     replicated_tensors: int
     optimizer: str
+    teacher: MemoryEstimate | None = None
+    """The teacher's own figures (parameters only), already counted in :attr:`ranks`."""
 
 
 def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
@@ -104,25 +110,35 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
 
     parameters = sum(prod(infos[name].shape) * size(name) if name in replicated
                      else padded_shard_numel(infos[name].shape, world) * size(name) for name in infos)
+    if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
+        parameters += sum(_gathered_numel(unit.parameters, infos, world) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
+                          for unit in inputs.layout.units if unit.gathered)
     gradients = sum(padded_shard_numel(infos[name].shape, world) * size(name)
                     for name in trainable if name not in replicated)
     state = inputs.optimizer
+    teacher = None if inputs.teacher is None else estimate_memory(inputs.teacher)
     ranks = tuple(
-        RankMemory(rank=rank, parameters=parameters, gradients=gradients, optimizer=sum(
-            state.moments * local_shard_numel(infos[name].shape, world, rank) * size(name) + state.step_bytes
-            for name in trainable))
+        RankMemory(rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
+                   gradients=gradients, optimizer=sum(
+                       state.moments * local_shard_numel(infos[name].shape, world, rank) * size(name)
+                       + state.step_bytes for name in trainable))
         for rank in range(world))
     return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, infos),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),
                           gradient_buffers=sum(any(name not in inputs.frozen for name in unit.parameters)
                                                for unit in inputs.layout.units),
-                          optimizer=state.name)
+                          optimizer=state.name, teacher=teacher)
+
+
+def _gathered_numel(names: Iterable[str], infos: Mapping, world: int) -> int:
+    """A unit's all-gather output, in elements: its parameters' padded shards from every rank."""
+    return sum(padded_shard_numel(infos[name].shape, world) * world for name in names)
 
 
 def _peak(inputs: MemoryInputs, infos: Mapping) -> AllGatherPeak | None:
     """The largest unit's all-gather output: its padded parameters, whole, in the compute dtype."""
     world = inputs.world_size
-    sizes = [(sum(padded_shard_numel(infos[name].shape, world) * world for name in unit.parameters), unit.path)
+    sizes = [(_gathered_numel(unit.parameters, infos, world), unit.path)
              for unit in inputs.layout.units if unit.parameters]
     if not sizes:
         return None

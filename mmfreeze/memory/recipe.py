@@ -8,15 +8,16 @@ re-derives neither. Every layout it does not model is refused, naming the key.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.memory.dtypes import parse_dtype
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
 from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
-from mmfreeze.memory.optimizer import optimizer_state
+from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
 from mmfreeze.models.framework import framework_class_for
+from mmfreeze.recipes.recipe import TEACHER
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -40,38 +41,98 @@ FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Teacher:
+    """A distillation recipe's teacher as the framework builds it (:meth:`mmfreeze.workspace.Workspace.teacher`):
+    its recipe (:func:`~mmfreeze.recipes.recipe.teacher_recipe`), what it freezes when the framework shards
+    it, and its config.json content."""
+
+    recipe: Recipe
+    frozen: FrozenSetResult
+    config: Mapping[str, Any] | None
+
+
+TEACHER_PLACES = {
+    "separate_meshes": "the teacher runs on ranks of its own (teacher_distributed), which the memory model does "
+                       "not lay out: not sized",
+    "offload_teacher_model": "the teacher is held in host memory, not on the ranks: not sized",
+}
+"""Keys of a distillation recipe that put the teacher elsewhere than beside the student (``recipes/vlm/kd.py``)."""
+
+
 def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
-                  frozen_names: frozenset[str] | None = None, config: Mapping[str, Any] | None = None) -> MemoryEstimate:
+                  frozen_names: frozenset[str] | None = None, config: Mapping[str, Any] | None = None,
+                  teacher: Teacher | None = None, delta_only: bool = False) -> MemoryEstimate:
     """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks;
     ``frozen_names``: another trainable set on the same structure (what a diff compares); ``config``: the
     model's config.json content, which says whether the framework builds its own class
-    (:func:`check_framework_class`)."""
+    (:func:`check_framework_class`); ``teacher``: a distillation recipe's teacher, whose parameters share
+    the ranks; ``delta_only``: the caller compares two figures of this recipe, so a teacher, the same in
+    both, is left out."""
     if config is not None:
         check_framework_class(config, frozen.structure, source=recipe.display_path)
-    return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names))
+    return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names,
+                                         teacher=teacher, delta_only=delta_only))
 
 
 def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
-                  frozen_names: frozenset[str] | None = None) -> MemoryInputs:
+                  frozen_names: frozenset[str] | None = None, teacher: Teacher | None = None,
+                  delta_only: bool = False) -> MemoryInputs:
+    optimizer = optimizer_state(recipe.framework_document, source=recipe.display_path)
+    names = frozen.frozen if frozen_names is None else frozen_names
+    inputs = _model_inputs(recipe, frozen, world_size=world_size, frozen=names, optimizer=optimizer)
+    check_uniform_trainable_dtypes(inputs.layout, inputs.dtypes, names, source=recipe.display_path)
+    return replace(inputs, teacher=None if delta_only else _teacher_inputs(recipe, teacher, world_size=world_size,
+                                                                           optimizer=optimizer))
+
+
+def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, frozen: frozenset[str],
+                  optimizer: OptimizerState) -> MemoryInputs:
+    """One model's inputs: its FSDP2 layout with ``frozen`` frozen when the framework shards it, and dtypes."""
     document = recipe.framework_document
     source = recipe.display_path
-    if "teacher_model" in document:
-        raise MemoryModelError("knowledge distillation also holds the teacher's parameters on the ranks, which the "
-                               "memory model does not count: not sized", source=source, key="teacher_model")
     distributed = _distributed(document, source)
     check_world_size(distributed, world_size, source=source)
-    structure = frozen.structure
+    structure = built.structure
     check_shared_parallelizer(structure, source=source)
-    names = frozen.frozen if frozen_names is None else frozen_names
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
-    adapters = frozen.adapters or frozenset()
-    layout = plan_fsdp_layout(structure, names, frozen_sharding(distributed, source))
-    dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=adapters, replicated=layout.replicated,
-                           target=recipe.model.target, source=source)
-    check_uniform_trainable_dtypes(layout, dtypes, names, source=source)
-    return MemoryInputs(structure=structure, frozen=names, dtypes=dtypes, layout=layout,
-                        optimizer=optimizer_state(document, source=source), world_size=world_size)
+    layout = plan_fsdp_layout(structure, frozen, frozen_sharding(distributed, source))
+    dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=built.adapters or frozenset(),
+                           replicated=layout.replicated, target=recipe.model.target, source=source)
+    return MemoryInputs(structure=structure, frozen=frozen, dtypes=dtypes, layout=layout, optimizer=optimizer,
+                        world_size=world_size)
+
+
+def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
+                    optimizer: OptimizerState) -> MemoryInputs | None:
+    """A distillation recipe's teacher, on the student's ranks and mesh: laid out with what its
+    `teacher_freeze_config` freezes when the framework shards it, then frozen whole (``kd.py``'s
+    ``_build_teacher_model``), so it holds parameters only. Its errors name the teacher's keys."""
+    document, source = recipe.framework_document, recipe.display_path
+    if TEACHER not in document:
+        return None
+    for key, why in TEACHER_PLACES.items():
+        if document.get(key):
+            raise MemoryModelError(why, source=source, key=key)
+    if teacher is None:
+        raise MemoryModelError("the teacher's parameters share the ranks, and its model was not built here: "
+                               "not sized", source=source, key=TEACHER)
+    if _distributed(document, source).get("reshard_after_forward") is not None:
+        raise MemoryModelError("sets which units the teacher keeps all-gathered after its forward, which the memory "
+                               "model does not follow: not sized", source=source,
+                               key="distributed.reshard_after_forward")
+    try:
+        if teacher.config is not None:
+            check_framework_class(teacher.config, teacher.frozen.structure, source=source)
+        sharded = _model_inputs(teacher.recipe, teacher.frozen, world_size=world_size, frozen=teacher.frozen.frozen,
+                                optimizer=optimizer)
+    except MemoryModelError as error:
+        key = error.key
+        if key is not None and (key == "model" or key.startswith("model.")):
+            key = TEACHER + key.removeprefix("model")
+        raise type(error)(error.message, source=error.source, key=key) from error
+    return replace(sharded, frozen=frozenset(info.name for info in sharded.structure.parameters), forward_only=True)
 
 
 def stored_dtypes(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -280,6 +280,28 @@ def load_recipe(
         framework=framework,
         compiled=layout.compiled,
     )
+
+
+TEACHER = "teacher_model"
+TEACHER_FREEZE = "teacher_freeze_config"
+
+
+def teacher_recipe(recipe: Recipe, *, allowed_targets: Mapping[str, str] = DEFAULT_TARGETS) -> Recipe | None:
+    """A knowledge-distillation recipe's teacher as a recipe of its own (``None`` without
+    `teacher_model`): the framework builds it with the same ``build_model`` as the student
+    (``recipes/vlm/kd.py``), from `teacher_model`, with `teacher_freeze_config` as its `freeze_config`,
+    no PEFT, on the student's `distributed` section. Errors name the teacher's keys."""
+    section = recipe.document.get(TEACHER)
+    if section is None:
+        return None
+    document = {"model": section, "distributed": recipe.document.get("distributed"),
+                **({"freeze_config": recipe.document[TEACHER_FREEZE]} if TEACHER_FREEZE in recipe.document else {})}
+    try:
+        model = _model_section(document, allowed_targets, source=recipe.display_path)
+    except RecipeError as error:
+        key = error.key and TEACHER + error.key.removeprefix("model")
+        raise RecipeError(error.message, source=error.source, key=key) from error
+    return replace(recipe, document=document, model=model, compiled=None)
 
 
 def read_model_id(document: Any, *, source: str) -> str:

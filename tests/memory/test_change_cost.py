@@ -13,7 +13,7 @@ from mmfreeze.memory.recipe import recipe_memory
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.loader import load_structure
 from mmfreeze.recipes.recipe import load_recipe
-from tests.memory.test_explain_world_size import write
+from tests.memory.test_explain_world_size import TEACHER, write
 
 GROUP = ("newly frozen", "model.vision_tower (vision tower)")
 
@@ -52,3 +52,16 @@ def test_an_optimizer_it_cannot_size_is_named_by_its_key_never_guessed(tmp_path:
     cost = change_cost(recipe, after, after.frozen - tower, {GROUP: tower}, world_size=2)
     assert cost.total is None and cost.groups == ()
     assert cost.unsized.startswith("optimizer._target_: cannot size the state of 'torch.optim.SGD'")
+
+
+def test_a_distillation_recipe_s_change_costs_what_it_costs_without_its_teacher(tmp_path: Path) -> None:
+    """The teacher holds the same bytes before and after a change of the student's set: the change's cost
+    is the student's alone, and needs no teacher built."""
+    recipe, after, tower = frozen_tower(tmp_path)
+    alone = change_cost(recipe, after, after.frozen - tower, {GROUP: tower}, world_size=2)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(path.read_text() + TEACHER)
+    taught = load_recipe(path, root=tmp_path)
+    assert "teacher_model" in taught.document
+    cost = change_cost(taught, after, after.frozen - tower, {GROUP: tower}, world_size=2)
+    assert cost.unsized is None and cost.total == alone.total and cost.groups == alone.groups

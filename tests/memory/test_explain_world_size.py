@@ -104,14 +104,39 @@ def test_a_default_world_size_the_layout_refuses_says_why_without_failing(tmp_pa
     assert "distributed.dp_size" in json.loads(result.stdout)["memory"]["error"]
 
 
-def test_a_distillation_recipe_is_refused_naming_the_teacher(tmp_path: Path) -> None:
-    """The teacher's parameters sit on the same ranks and are not counted: no figure at all."""
+TEACHER = ("teacher_model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained\n"
+           "  pretrained_model_name_or_path: ckpt\n")
+
+
+def test_a_distillation_recipe_counts_its_teacher_s_parameters_on_every_rank_and_nothing_else(tmp_path: Path) -> None:
+    """The teacher, frozen whole on the same ranks, adds its parameters (its own `memory.teacher` figures)
+    to each rank's; the student's gradients and optimizer states are unchanged."""
     path = write(tmp_path)
-    path.write_text(path.read_text() + "teacher_model:\n  _target_: nemo_automodel.NeMoAutoModelForImageTextToText."
-                    "from_pretrained\n  pretrained_model_name_or_path: ckpt\n")
+    alone = json.loads(explain(str(path), "--world-size", "2", "--format", "json").stdout)["memory"]
+    path.write_text(path.read_text() + TEACHER + "  torch_dtype: torch.bfloat16\n")
+    result = explain(str(path), "--world-size", "2", "--format", "json")
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["memory"]
+    teacher = memory["teacher"]
+    assert teacher["fsdp_units"] > 0 and all(figure > 0 for figure in teacher["parameters"])
+    assert [rank["parameters"] for rank in memory["ranks"]] == \
+        [rank["parameters"] + figure for rank, figure in zip(alone["ranks"], teacher["parameters"], strict=True)]
+    assert [(r["gradients"], r["optimizer"]) for r in memory["ranks"]] == \
+        [(r["gradients"], r["optimizer"]) for r in alone["ranks"]]
+    assert "teacher" not in alone
+
+
+@pytest.mark.parametrize(("extra", "key"), [
+    ("", "teacher_model.torch_dtype"),  # from_pretrained, dtype auto: the checkpoint's, which mmfreeze does not read
+    ("  torch_dtype: torch.bfloat16\nseparate_meshes: true\n", "separate_meshes"),
+    ("  torch_dtype: torch.bfloat16\noffload_teacher_model: true\n", "offload_teacher_model"),
+])
+def test_a_teacher_that_cannot_be_sized_is_refused_naming_its_key(tmp_path: Path, extra: str, key: str) -> None:
+    path = write(tmp_path)
+    path.write_text(path.read_text() + TEACHER + extra)
     result = explain(str(path), "--world-size", "2")
     assert result.exit_code == ExitCode.INPUT_ERROR, result.output
-    assert "teacher_model" in result.output
+    assert f"{key}:" in result.output and "Traceback" not in result.output
 
 
 TINY_VOXTRAL = {

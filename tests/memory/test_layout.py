@@ -48,6 +48,14 @@ def test_a_frozen_tower_stays_in_the_root_unit_under_root() -> None:
     ]
 
 
+def test_the_units_wrapped_without_resharding_after_forward_are_the_root_each_list_s_last_and_the_output_embedding(
+) -> None:
+    """``reshard_after_forward=False`` in 0.7.0's ``_apply``: the root, the last layer of each container
+    (per_layer: the tower's too) and the untied output embedding; the input embedding reshards."""
+    gathered = [unit.path for unit in plan_fsdp_layout(STRUCTURE, TOWER, "per_layer").units if unit.gathered]
+    assert gathered == ["model.vision_tower.layers.1", "model.language_model.layers.1", "lm_head", ""]
+
+
 def test_per_layer_gives_the_frozen_tower_layer_units() -> None:
     assert [path for path, _ in units("per_layer")][:2] == ["model.vision_tower.layers.0", "model.vision_tower.layers.1"]
 

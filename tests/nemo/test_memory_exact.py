@@ -18,7 +18,9 @@ language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do 
 world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
 tower, LoRA (fp32 adapters on a bf16 base), ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
 and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor the model keeps in fp32 in a
-bf16 run (Voxtral's ``embed_positions``), sharded and replicated.
+bf16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
+(``KnowledgeDistillationRecipeForVLM``): a frozen teacher on the same ranks, which keeps the units it
+wraps without resharding after forward all-gathered, beside their shards.
 All launches start together to share the two cores' import time.
 """
 
@@ -86,6 +88,10 @@ class Case:
     """The language model's input and output embeddings are one parameter (``tie_word_embeddings``)."""
     pretrained: bool = False
     """Loaded ``from_pretrained`` from tiny weights written here (random, fp32), not built ``from_config``."""
+    teacher: bool = False
+    """Knowledge distillation (``KnowledgeDistillationRecipeForVLM``): the family's tied-embedding config is
+    the teacher, frozen whole, on the same ranks; both are loaded ``from_pretrained`` (the case says so) beside a
+    tokenizer."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,6 +114,8 @@ CASES = (
     Case("voxtral_kept_fp32_replicate", "voxtral", 2, "bfloat16",  # ... and stays so, replicated
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True,
          frozen_sharding="replicate"),
+    Case("llava_distillation", "llava", 2, "bfloat16",  # KnowledgeDistillationRecipeForVLM, a tied teacher
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, pretrained=True, teacher=True),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -204,10 +212,10 @@ def tiny_voxtral() -> Any:
 
 def tiny_model(family: str, config: Any) -> Any:
     """The family's transformers class with random fp32 weights, for a case loaded ``from_pretrained``."""
-    from transformers import VoxtralForConditionalGeneration
+    from transformers import LlavaForConditionalGeneration, VoxtralForConditionalGeneration
 
-    assert family == "voxtral", f"no weights written for {family}"
-    return VoxtralForConditionalGeneration(config)
+    classes = {"voxtral": VoxtralForConditionalGeneration, "llava": LlavaForConditionalGeneration}
+    return classes[family](config)
 
 
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
@@ -232,18 +240,37 @@ def batch_spec(family: str, config: Any) -> dict[str, Any]:
     return {**base, "placeholders": [MEDIA_TOKEN] * tokens, "media_shape": [audio.num_mel_bins, frames]}
 
 
+def tiny_model_dir(family: str, repository: Path, *, tied: bool, pretrained: bool) -> Path:
+    """The family's tiny config (and, ``pretrained``, random weights and a tokenizer) in ``repository/models``."""
+    model_dir = repository / "models" / (family + ("-tied" if tied else "") + ("-weights" if pretrained else ""))
+    if not (model_dir / "config.json").exists():
+        config = tiny_config(family, tied=tied)
+        config.save_pretrained(model_dir)
+        if pretrained:
+            tiny_model(family, config).save_pretrained(model_dir)
+            tiny_tokenizer().save_pretrained(model_dir)
+    return model_dir
+
+
+def tiny_tokenizer() -> Any:
+    """A word-level tokenizer over :data:`VOCAB` ids: distillation checks both models' vocabulary and pad token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.WordLevel({f"t{index}": index for index in range(VOCAB)}, unk_token="t0"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", pad_token="t3", bos_token="t1",
+                                   eos_token="t2")
+
+
 def write_recipe(case: Case, repository: Path) -> Path:
     """The case's recipe file in ``repository``, beside its tiny config (``models/<family>``)."""
     config = tiny_config(case.family, tied=case.tied)
-    model_dir = repository / "models" / (case.family + ("-tied" if case.tied else "") + ("-weights" if case.pretrained else ""))
-    if not (model_dir / "config.json").exists():
-        config.save_pretrained(model_dir)
-        if case.pretrained:
-            tiny_model(case.family, config).save_pretrained(model_dir)
+    model_dir = tiny_model_dir(case.family, repository, tied=case.tied, pretrained=case.pretrained)
     target = "NeMoAutoModelForMultimodalLM" if case.family in ("qwen2_audio", "voxtral") else "NeMoAutoModelForImageTextToText"
     spec = batch_spec(case.family, config)
     recipe: dict[str, Any] = {
-        "recipe": "FinetuneRecipeForVLM",
+        "recipe": "KnowledgeDistillationRecipeForVLM" if case.teacher else "FinetuneRecipeForVLM",
         "seed": 42,
         "dist_env": {"backend": "gloo", "timeout_minutes": 2},
         "step_scheduler": {"global_batch_size": 2 * case.world, "local_batch_size": 2, "max_steps": STEPS,
@@ -253,6 +280,11 @@ def write_recipe(case: Case, repository: Path) -> Path:
                  {"_target_": f"nemo_automodel.{target}.from_config", "torch_dtype": case.dtype,
                   "config": {"_target_": "transformers.AutoConfig.from_pretrained",
                              "pretrained_model_name_or_path": str(model_dir)}},
+        **({"teacher_model": {"_target_": f"nemo_automodel.{target}.from_pretrained", "torch_dtype": case.dtype,
+                              "pretrained_model_name_or_path": str(tiny_model_dir(
+                                  case.family, repository, tied=True, pretrained=True))},
+            "kd_loss_fn": {"_target_": "nemo_automodel.components.loss.kd_loss.KDLoss"}, "kd_ratio": 0.5}
+           if case.teacher else {}),
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
         **({"peft": case.peft} if case.peft is not None else {}),
         "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": 1, "cp_size": 1, "pp_size": 1,
@@ -373,6 +405,7 @@ def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_alloca
                for run in runs}
     assert all(measured == {predicted} for measured, predicted in buffers.values()), buffers  # one per FSDP2 unit
     check_units_and_peak(runs)
+    check_teachers(runs)
     check_coverage(runs)
 
 
@@ -389,10 +422,30 @@ def check_units_and_peak(runs: list[Run]) -> None:
     assert all(measured == predicted for measured, predicted in found.values()), json.dumps(found, indent=1)
 
 
+def check_teachers(runs: list[Run]) -> None:
+    """A distillation run's teacher, measured on its own: frozen whole, its parameter bytes on each rank
+    (counted in the rank's parameters above), its FSDP2 units and its largest unit's all-gather output
+    are mmfreeze's `memory.teacher`; a run without a teacher has none on either side."""
+    found = {}
+    for run in runs:
+        measured_teacher, predicted = run.ranks[0]["teacher"], run.predicted.get("teacher")
+        if measured_teacher is None or predicted is None:
+            assert measured_teacher is None and predicted is None, (run.case.name, measured_teacher, predicted)
+            continue
+        assert all(run.ranks[rank]["teacher"]["trainable"] == 0 for rank in run.ranks), run.case.name
+        units = measured_teacher["fsdp_units"]
+        found[run.case.name] = (
+            ([run.ranks[rank]["teacher"]["parameters"] for rank in sorted(run.ranks)], len(units),
+             max(unit["all_gather_bytes"] for unit in units)),
+            (predicted["parameters"], predicted["fsdp_units"], predicted["all_gather_peak"]["bytes"]))
+    assert found and all(measured == predicted for measured, predicted in found.values()), json.dumps(found, indent=1)
+
+
 def check_coverage(runs: list[Run]) -> None:
     """Seven families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
-    framework's own, each sharded by that class's own parallelizer, and a tensor kept in fp32 in a bf16 run."""
+    framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in a bf16 run, and a
+    distillation teacher."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral"}
@@ -403,6 +456,7 @@ def check_coverage(runs: list[Run]) -> None:
         assert type(getattr(importlib.import_module(model_module), class_name).parallelizer).__name__ == parallelizer
     assert any(run.case.world == 4 for run in runs)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
+    assert any(run.case.teacher for run in runs)
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]
     assert {p["kind"] for name, p in replicated.items() if name.startswith("model.audio_tower.")} == {"Parameter"}
     assert any(len({r["optimizer"] for r in measured(run)}) > 1 for run in runs), "no case with uneven shards"

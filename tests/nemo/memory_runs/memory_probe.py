@@ -8,7 +8,9 @@ step it counts this rank's *unique storages*, each once by ``untyped_storage().d
 DTensor's local tensor), with ``untyped_storage().nbytes()``:
 
 * ``parameters``: every parameter of the model (the largest module holding the optimizer's
-  parameters), frozen ones included;
+  parameters), frozen ones included, and of a distillation recipe's teacher (its ``teacher_model``,
+  also recorded on its own under ``teacher``), with each FSDP2 parameter's shard: a unit still
+  all-gathered (a teacher's root, which only runs forward) holds both;
 * ``gradients``: every parameter's ``.grad``;
 * ``optimizer``: every tensor in ``optimizer.state`` (``exp_avg``, ``exp_avg_sq``, ``step`` ...).
 
@@ -62,8 +64,10 @@ def _measure(optimizer) -> dict[str, Any]:
 
     model = _find_model(optimizer)
     params = dict(model.named_parameters())
+    teacher = _find_teacher()
+    taught = dict(teacher.named_parameters()) if teacher is not None else {}
     kinds = {
-        "parameters": _storages(params.values()),
+        "parameters": _storages([*params.values(), *taught.values(), *_shards(model), *_shards(teacher)]),
         "gradients": _storages(p.grad for p in params.values() if p.grad is not None),
         "optimizer": _storages(v for state in optimizer.state.values() for v in state.values()
                                if isinstance(v, torch.Tensor)),
@@ -81,11 +85,40 @@ def _measure(optimizer) -> dict[str, Any]:
         "storages": {kind: len(storages) for kind, storages in kinds.items()},
         "shared": shared,
         "model_class": _built_class(model),
+        "teacher": None if teacher is None else {
+            "parameters": sum(_storages([*taught.values(), *_shards(teacher)]).values()),
+            "fsdp_units": _fsdp_units(teacher),
+            "model_class": _built_class(teacher), "trainable": sum(p.requires_grad for p in taught.values()),
+            "dtypes": {name: str(p.dtype) for name, p in taught.items()}},
         "params": {name: {"shape": list(p.shape), "local_shape": list(_local(p).shape), "dtype": str(p.dtype),
                           "requires_grad": p.requires_grad, "has_grad": p.grad is not None,
                           "kind": type(p).__name__}
                    for name, p in params.items()},
     }
+
+
+def _shards(model):
+    """Every FSDP2 parameter's own shard (``FSDPParam._sharded_param_data``, torch-internal): while a unit
+    is all-gathered its module holds the unsharded tensors, and the shards are held beside them."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for module in model.modules() if model is not None else ():
+        group = module._get_fsdp_state()._fsdp_param_group if isinstance(module, FSDPModule) else None
+        yield from (param._sharded_param_data for param in (group.fsdp_params if group is not None else ()))
+
+
+def _find_teacher():
+    """A distillation recipe's teacher (its ``teacher_model``), held on the same ranks; ``None`` elsewhere."""
+    import gc
+
+    import torch
+
+    for obj in gc.get_objects():
+        if str(getattr(type(obj), "__module__", "")).startswith("nemo_automodel.recipes."):
+            teacher = getattr(obj, "teacher_model", None)
+            if isinstance(teacher, torch.nn.Module):
+                return teacher
+    return None
 
 
 def _built_class(model) -> str:
