@@ -23,7 +23,6 @@ FRAMEWORK_KEYS = (*SELECTOR_KEYS, *BOOLEAN_KEYS)
 """The six keys nemo-automodel 0.7's ``parse_freeze_config`` accepts."""
 IGNORED_KEYS = ("freeze_embeddings",)
 """Read by nothing in the legacy training code, yet common in recipes."""
-LEGACY_KEYS = frozenset({*BOOLEAN_KEYS, *IGNORED_KEYS})
 RELEASE_06_KEYS = (*BOOLEAN_KEYS, *IGNORED_KEYS)
 """The keys a 0.6-era section may hold: the four flags 0.6 read with ``dict.get``, and
 ``freeze_embeddings``, which its recipes carried (0.7 rejects it; `mmfreeze migrate` removes it)."""
@@ -33,7 +32,7 @@ Vocabulary = Literal["absent", "legacy", "selectors", "new"]
 
 def is_framework_key(key: Any) -> bool:
     """A key of the framework's own vocabularies (legacy ``freeze_*`` flags, 0.7 selectors)."""
-    return isinstance(key, str) and (key in LEGACY_KEYS or key in SELECTOR_KEYS or key.startswith("freeze_"))
+    return isinstance(key, str) and (key in SELECTOR_KEYS or key.startswith("freeze_"))
 
 
 def detect_vocabulary(section: Any, *, source: str | None = None) -> Vocabulary:

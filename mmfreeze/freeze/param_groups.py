@@ -56,9 +56,8 @@ def rates_of(groups: ParamGroups) -> dict[Rate, frozenset[str]]:
     multipliers train at the same rate, so they are one group here)."""
     found: dict[Rate, set[str]] = {}
     for name, override in groups.group_of.items():
-        rate = (override.lr_mult, override.wd_mult)
-        if rate != DEFAULT_RATE:
-            found.setdefault(rate, set()).add(name)
+        if override.rate != DEFAULT_RATE:
+            found.setdefault(override.rate, set()).add(name)
     return {rate: frozenset(names) for rate, names in found.items()}
 
 

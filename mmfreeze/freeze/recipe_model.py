@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mmfreeze.models.framework import BuilderChoice, BuildSpec, choose_builder, spec_for_recipe
+from mmfreeze.models.framework import BuilderChoice, choose_builder, spec_for_recipe
 from mmfreeze.models.loader import ModelRequest
 from mmfreeze.models.pull import ModelReader, NamedModel
 from mmfreeze.recipes.documents import YamlDocuments
@@ -97,16 +97,16 @@ def recipe_trained_model(recipe: Recipe, structure: ModelStructure) -> FreezeTar
     """The recipe's model as its `freeze_config` finds it: ``structure`` with the recipe's LoRA
     adapters, its modules resolved with the recipe's overrides; of a composite, the part its
     `freeze_config` is forwarded to, as a model of its own."""
-    from mmfreeze.freeze.engine import trained_structure
-
     found = next((structure.part(part) for part in structure.parts if part.freeze_config), structure)
-    return _targets(recipe, trained_structure(found, recipe.document, source=recipe.display_path, rules=recipe.framework))
+    return rate_targets(recipe, found)
 
 
 def model_request(recipe: Recipe, builder: BuilderChoice | None = None) -> ModelRequest:
     """The model ``recipe`` trains, where its config may be found, and how ``builder`` builds it
-    (default: the transformers builder, :func:`~mmfreeze.models.framework.choose_builder`)."""
+    (default: the transformers builder, :func:`~mmfreeze.models.framework.choose_builder`; the
+    recipe's ``_target_`` and ``model.force_hf`` matter)."""
     builder = builder or choose_builder("transformers")
+    model_section = recipe.document.get("model") if isinstance(recipe.document, Mapping) else None
     return ModelRequest(
         model_id=recipe.model.model_id,
         auto_class=recipe.model.auto_class,
@@ -114,15 +114,9 @@ def model_request(recipe: Recipe, builder: BuilderChoice | None = None) -> Model
         configs_dir=recipe.configs_dir,
         local_models=recipe.local_models,
         source=recipe.display_path,
-        build=build_spec(builder, recipe),
+        build=spec_for_recipe(builder, recipe.model.target, model_section),
         drafter=recipe.model.drafter,
     )
-
-
-def build_spec(builder: BuilderChoice, recipe: Recipe) -> BuildSpec:
-    """How ``builder`` builds ``recipe``'s model (its ``_target_`` and ``model.force_hf`` matter)."""
-    model_section = recipe.document.get("model") if isinstance(recipe.document, Mapping) else None
-    return spec_for_recipe(builder, recipe.model.target, model_section)
 
 
 def recipe_model_reader(documents: YamlDocuments, *, root: Path | None = None) -> ModelReader:

@@ -5,23 +5,16 @@ module first (``model.visual (vision tower)``, ``language model: model.layers``)
 the rest. A snapshot's structure is unwrapped; a live model's names carry wrapper segments
 (``_orig_mod``, ``_checkpoint_wrapped_module``, PEFT's ``base_model.model`` and ``base_layer``).
 So the live structure is first restated under its canonical names
-(:func:`mmfreeze.resolver.canonical.canonicalize`), and the reports' own grouper runs on that.
+(:func:`mmfreeze.resolver.canonical.canonicalize`), for the reports' own grouper to run on.
 Only a failing check pays for this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
-from mmfreeze.guard.live import LiveModel
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.canonical import canonicalize
-from mmfreeze.snapshots.grouping import grouper
-
-
-def canonical_grouper(live: LiveModel) -> Callable[[str], str]:
-    return grouper(canonical_structure(live.structure))
 
 
 def canonical_structure(structure: ModelStructure) -> ModelStructure:

@@ -15,7 +15,7 @@ from mmfreeze.exceptions import FrozenSetMismatchError, MmfreezeError
 from mmfreeze.guard.compare import compare_with_snapshot
 from mmfreeze.guard.gradients import missing_gradients
 from mmfreeze.guard.live import LiveModel, read_live_model
-from mmfreeze.guard.labels import canonical_grouper
+from mmfreeze.guard.labels import canonical_structure
 from mmfreeze.guard.locate import RecipeRef, find_snapshot, read_snapshot, recipe_file, recipe_label
 from mmfreeze.guard.message import render_report, summary_line
 from mmfreeze.guard.optimizer import check_optimizer
@@ -28,6 +28,7 @@ from mmfreeze.guard.ranks import (
     exchange_verdicts,
 )
 from mmfreeze.guard.report import GuardReport, LocalCheck, VerifiedFrozenSet
+from mmfreeze.snapshots.grouping import grouper
 
 if TYPE_CHECKING:
     from torch import nn
@@ -116,7 +117,7 @@ def _share(
 
 
 def _mismatch(report: GuardReport, live: LiveModel) -> FrozenSetMismatchError:
-    message = render_report(report, group_of=canonical_grouper(live), numel_of=live.numel)
+    message = render_report(report, group_of=grouper(canonical_structure(live.structure)), numel_of=live.numel)
     return FrozenSetMismatchError(message, source=report.local.recipe, details=report)
 
 

@@ -72,30 +72,36 @@ def quiet_transformers() -> Iterator[None]:
 
 
 def build_transformers_config(config: Mapping[str, Any]) -> PretrainedConfig:
-    """A transformers config object from config.json content (a copy: 5.18 pops nested keys)."""
-    import copy
-
+    """A transformers config object from config.json content."""
     model_type = config.get("model_type")
     config_class = transformers_config_class(model_type)
     if config_class is None:
-        advice = custom_code_advice(config)
         raise ModelBuildError(f"config.json has model_type {model_type!r}, which this transformers does not know"
-                              + (f": {advice}" if advice else ""))
+                              + custom_code_advice(config))
+    return config_from_dict(config_class, config, maker="transformers")
+
+
+def config_from_dict(config_class: type[PretrainedConfig], config: Mapping[str, Any], maker: str) -> PretrainedConfig:
+    """``config_class`` made from config.json content (a copy: 5.18 pops nested keys); ``maker`` names
+    it in the error when it rejects the content."""
+    import copy
+
     try:
         with quiet_transformers():
             return config_class.from_dict(copy.deepcopy(dict(config)))
-    except Exception as error:  # transformers validates configs with many exception types
-        raise ModelBuildError(f"transformers rejects the config: {type(error).__name__}: {error}") from error
+    except Exception as error:  # config classes validate with many exception types
+        raise ModelBuildError(f"{maker} rejects the config: {type(error).__name__}: {error}") from error
 
 
 def custom_code_advice(config: Mapping[str, Any]) -> str:
     """For a checkpoint whose config.json names its own code (``auto_map``): that mmfreeze never runs
-    it, and what would make the checkpoint buildable; ``""`` for any other."""
+    it, and what would make the checkpoint buildable, as the tail of a message (``": it is ..."``);
+    ``""`` for any other."""
     auto_map = config.get("auto_map")
     if not isinstance(auto_map, Mapping):
         return ""
     code = ", ".join(f"{name} -> {value}" for name, value in auto_map.items())
-    return (f"it is a custom-code checkpoint (config.json auto_map: {code}), and mmfreeze never runs a checkpoint's "
+    return (f": it is a custom-code checkpoint (config.json auto_map: {code}), and mmfreeze never runs a checkpoint's "
             "code. To snapshot it, put a config.json in the repository's configs folder whose model_type and "
             "architectures name a class transformers or nemo-automodel has (the checkpoint's port), or exclude the "
             "recipe ([tool.mmfreeze] exclude)")
@@ -178,6 +184,7 @@ def build_meta_model(
     """
     import torch
 
+    who = "nemo-automodel" if constructor == "framework" else "transformers"
     try:
         with warnings.catch_warnings(), quiet_transformers():
             warnings.simplefilter("ignore")
@@ -186,10 +193,8 @@ def build_meta_model(
                     return model_class(config)
                 return constructed(config, model_class)
     except (ImportError, MemoryError) as error:
-        raise environment_error(f"{'nemo-automodel' if constructor == 'framework' else 'transformers'} could not "
-                                f"build {model_class.__name__} on the meta device", error) from error
+        raise environment_error(f"{who} could not build {model_class.__name__} on the meta device", error) from error
     except Exception as error:  # transformers raises many kinds for a bad config
-        who = "nemo-automodel" if constructor == "framework" else "transformers"
         detail = first_line(error)  # some list every config class on later lines
         raise ModelBuildError(
             f"{who} could not build {model_class.__name__} on the meta device from this config: "

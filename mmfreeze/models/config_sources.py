@@ -60,7 +60,9 @@ def find_model_config(
     found = find_offline_config(model_id, recipe_dir=recipe_dir, configs_dir=configs_dir, local_models=local_models,
                                 source=source)
     if found is None:
-        found = _from_hf_cache(model_id, source=source)
+        from mmfreeze.models.hub import cached_main_config  # huggingface_hub: only when the carried sources have none
+
+        found = _from_hub_bytes(cached_main_config(model_id), kind="hf-cache", source=source)
     if found is None and allow_network:
         found = _from_hub(model_id, source=source)
     if found is None:
@@ -198,12 +200,6 @@ def _registry_text(file_name: str) -> str | None:
     """A bundled registry entry's text (package data: read once per process, however many recipes use it)."""
     entry = resources.files(REGISTRY_PACKAGE).joinpath("configs", file_name)
     return entry.read_text(encoding="utf-8") if entry.is_file() else None
-
-
-def _from_hf_cache(model_id: str, *, source: str | None) -> ModelConfigSource | None:
-    from mmfreeze.models.hub import cached_main_config  # huggingface_hub: only when the carried sources have none
-
-    return _from_hub_bytes(cached_main_config(model_id), kind="hf-cache", source=source)
 
 
 def _from_hub(model_id: str, *, source: str | None) -> ModelConfigSource | None:

@@ -11,9 +11,7 @@ does mmfreeze. A recipe's ``_target_`` is never imported. The meta-device instan
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mmfreeze.boundary.names import MODEL_INIT, REGISTRY
@@ -26,13 +24,7 @@ if TYPE_CHECKING:
 
     from transformers import PretrainedConfig
 
-
-@dataclass(frozen=True, kw_only=True)
-class FrameworkBuild:
-    """A model built for a framework spec, and why the transformers class stands in, if it does."""
-
-    model: nn.Module
-    fallback_reason: str = ""
+    from mmfreeze.models.loader import LiveModel
 
 
 def effective_spec(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> BuildSpec:
@@ -48,7 +40,7 @@ def effective_spec(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) 
     return BuildSpec(kind="framework", framework_version=spec.stand_in)
 
 
-def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str) -> FrameworkBuild:
+def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: BuildSpec, *, source: str) -> LiveModel:
     """The model the framework builds from this config.json content, on the meta device.
     Errors are :class:`ModelBuildError` instances naming ``source`` and the ``model`` key."""
     try:
@@ -58,15 +50,16 @@ def build_framework_model(config: Mapping[str, Any], auto_class: str, spec: Buil
         raise type(error)(error.message, source=source, key="model") from error
 
 
-def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> FrameworkBuild:
+def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> LiveModel:
     from mmfreeze.models.build import build_meta_model, resolve_model_class
+    from mmfreeze.models.loader import LiveModel
 
     framework_config = build_framework_config(config)
     model_class = None if spec.force_hf else resolve_framework_class(framework_config)
     if model_class is None:  # the framework builds the transformers class
-        return FrameworkBuild(model=build_meta_model(framework_config, resolve_model_class(framework_config, auto_class)))
+        return LiveModel(build_meta_model(framework_config, resolve_model_class(framework_config, auto_class)))
     try:
-        return FrameworkBuild(model=build_meta_model(framework_config, model_class, constructor="framework"))
+        return LiveModel(build_meta_model(framework_config, model_class, constructor="framework"))
     except ModelBuildError as error:
         if spec.fallback != "transformers":
             raise ModelBuildError(
@@ -78,15 +71,15 @@ def _build(config: Mapping[str, Any], auto_class: str, spec: BuildSpec) -> Frame
 
     transformers_config = build_transformers_config(config)
     model = build_meta_model(transformers_config, resolve_model_class(transformers_config, auto_class))
-    return FrameworkBuild(model=model, fallback_reason=reason)
+    return LiveModel(model, build_note=reason)
 
 
 def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
     """The config object the framework makes: its own config class for the model type, else transformers'."""
     from mmfreeze.models.build import (
         build_transformers_config,
+        config_from_dict,
         custom_code_advice,
-        quiet_transformers,
         transformers_config_class,
     )
 
@@ -96,19 +89,12 @@ def build_framework_config(config: Mapping[str, Any]) -> PretrainedConfig:
     framework = framework_class_for(config)
     if config_class is None and framework is not None and transformers_config_class(model_type) is None:
         # The framework's loader makes this config with the checkpoint's code (trust_remote_code).
-        advice = custom_code_advice(config)
         raise ModelBuildError(
             f"nemo-automodel builds {framework.describe()} for {framework.architecture} from a config object that "
-            f"neither it nor transformers defines (model_type {model_type!r})" + (f": {advice}" if advice else ""))
+            f"neither it nor transformers defines (model_type {model_type!r})" + custom_code_advice(config))
     if config_class is None:
         return build_transformers_config(config)
-    try:
-        with quiet_transformers():
-            return config_class.from_dict(copy.deepcopy(dict(config)))
-    except Exception as error:  # config classes validate with many exception types
-        raise ModelBuildError(
-            f"the framework's {config_class.__name__} rejects the config: {type(error).__name__}: {error}"
-        ) from error
+    return config_from_dict(config_class, config, maker=f"the framework's {config_class.__name__}")
 
 
 def resolve_framework_class(config: PretrainedConfig) -> type[nn.Module] | None:

@@ -17,6 +17,7 @@ from mmfreeze.models.config_sources import ModelConfigSource, find_model_config
 from mmfreeze.recipes.composite import DRAFTER_AUTO_CLASS, DrafterSection
 from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec, builder_label, framework_class_for
 from mmfreeze.models.structure import MixesToProbe, ModelStructure, structure_of
+from mmfreeze.memo import memoized
 from mmfreeze.settings import LocalModels
 
 if TYPE_CHECKING:
@@ -102,9 +103,7 @@ def find_drafter(request: ModelRequest, *, allow_network: bool = False) -> Draft
     if request.drafter is None:
         return None
     try:
-        found = find_model_config(request.drafter.model_id, recipe_dir=request.recipe_dir,
-                                  configs_dir=request.configs_dir, local_models=request.local_models,
-                                  allow_network=allow_network, source=request.source)
+        found = find_config(replace(request, model_id=request.drafter.model_id), allow_network=allow_network)
     except MissingModelConfigError as error:  # the message is the id's; the key is the drafter's
         raise MissingModelConfigError(error.message, model_id=error.model_id, source=error.source,
                                       key="model.drafter_path") from error
@@ -156,7 +155,7 @@ def build_live(config: Mapping[str, Any], auto_class: str, *, source: str, build
     effective = effective_spec(config, auto_class, build)
     if effective.kind == "framework":
         built = build_framework_model(config, auto_class, effective, source=source)
-        return LiveModel(built.model, built.fallback_reason, "" if effective == build else builder_label(effective))
+        return built if effective == build else replace(built, built_by=builder_label(effective))
     return LiveModel(build_model(config, auto_class, source=source))
 
 
@@ -198,8 +197,7 @@ def no_transformers_class(config: Mapping[str, Any], auto_class: str) -> str:
     if framework is not None:
         return (f"{what}; nemo-automodel builds its own {framework.describe()} for it. With nemo-automodel "
                 "installed (pip install --no-deps nemo-automodel), mmfreeze builds that class the framework's way")
-    advice = custom_code_advice(config)
-    return f"{what}, and nemo-automodel has no class for {architecture}" + (f": {advice}" if advice else "")
+    return f"{what}, and nemo-automodel has no class for {architecture}" + custom_code_advice(config)
 
 
 def build_structure(
@@ -231,11 +229,7 @@ def build_structure(
     structure = live.structure()  # before the probes change the model's flags and dtype
     if probe is None:
         return structure
-    known = {} if probers is None else probers
-    model_class = type(live.model)
-    if model_class not in known:
-        known[model_class] = model_prober(live.model)
-    prober = known[model_class]
+    prober = memoized({} if probers is None else probers, type(live.model), lambda: model_prober(live.model))
     return replace(structure, mixes=prober.mixes, probes=prober.probes(probe.among(prober.mixes)))
 
 

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from mmfreeze.settings import VERBOSE_ENV
 
@@ -25,14 +25,20 @@ def quiet_imports() -> Iterator[None]:
     if os.environ.get(VERBOSE_ENV):
         yield
         return
-    levels = {name: logging.getLogger(name).level for name in IMPORT_NOISE_LOGGERS}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), log_levels(IMPORT_NOISE_LOGGERS, logging.ERROR):
         warnings.simplefilter("ignore")
-        _set_levels(dict.fromkeys(levels, logging.ERROR))
-        try:
-            yield
-        finally:
-            _set_levels(levels)
+        yield
+
+
+@contextlib.contextmanager
+def log_levels(names: Iterable[str], level: int) -> Iterator[None]:
+    """The loggers ``names`` at ``level`` while the block runs, then back at their own levels."""
+    before = {name: logging.getLogger(name).level for name in names}
+    _set_levels(dict.fromkeys(before, level))
+    try:
+        yield
+    finally:
+        _set_levels(before)
 
 
 def quiet_workers() -> None:

@@ -196,14 +196,10 @@ def derive_renames(checkpoint_of: Mapping[str, str], names: Iterable[str], sourc
         wrong = _wrong(renames, pairs, names, sources) - ambiguous
         if not ambiguous and not wrong:
             return renames
-        # Two rules from one shape disagree on the index: name it. A rule renames too much: narrow it.
-        for model in ambiguous:
-            if model not in literal:
-                literal.add(model)
-            else:
-                _narrow(model, pairs, shared)
-        for model in wrong:
-            if shared[model] == 0 and model not in literal:
+        # Two rules from one shape disagree on the index: name it. A rule renames too much: narrow it,
+        # naming its indices once it covers the whole name. Each pair's step reads that pair alone.
+        for model in ambiguous | wrong:
+            if model not in literal and (model in ambiguous or shared[model] == 0):
                 literal.add(model)
             else:
                 _narrow(model, pairs, shared)

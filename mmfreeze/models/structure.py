@@ -341,13 +341,10 @@ def config_facts_of(model: nn.Module) -> ConfigFacts:
 
 
 def _parameter_infos(named: Iterable[tuple[str, Any]]) -> Iterator[ParameterInfo]:
-    names_by_id: dict[int, list[str]] = {}
-    tensors: dict[int, Any] = {}
+    names_by_id: dict[int, tuple[Any, list[str]]] = {}  # each tensor object, with every name it has
     for name, param in named:
-        names_by_id.setdefault(id(param), []).append(name)
-        tensors[id(param)] = param
-    for key, names in names_by_id.items():
-        param = tensors[key]
+        names_by_id.setdefault(id(param), (param, []))[1].append(name)
+    for param, names in names_by_id.values():
         yield ParameterInfo(
             name=names[0],
             shape=tuple(param.shape),

@@ -54,8 +54,8 @@ def check_compiled_trains(compiled: FrozenSetResult, wanted: FrozenSetResult, *,
              for verb, names, other in (("trains", trains_more, "freezes"), ("freezes", freezes_more, "trains"))
              if names]
     key = "freeze_config"
-    if not moved and _rate_of(compiled) != _rate_of(wanted):
-        held, rates = _rate_of(compiled), _rate_of(wanted)
+    held, rates = _rate_of(compiled), _rate_of(wanted)
+    if not moved and held != rates:
         differ = sorted(name for name in held.keys() | rates.keys() if held.get(name) != rates.get(name))
         moved, key = [f"the compiled patterns give {len(differ)} tensors another rate (first {differ[0]})"], \
             "optimizer.param_group_overrides"

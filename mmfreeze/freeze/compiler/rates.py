@@ -17,12 +17,12 @@ from mmfreeze.resolver.paths import name_prefixes
 
 
 def compile_rates(
-    optimizer: OptimizerSection, groups: ParamGroups | None, structure: ModelStructure, *, source: str,
+    optimizer: OptimizerSection, groups: ParamGroups, structure: ModelStructure, *, source: str,
 ) -> list[dict[str, Any]]:
     """The source's `param_group_overrides`, each selector entry as a pattern of exactly the tensors
     it groups: the outermost modules that hold nothing else, then single tensors."""
     taken: dict[int, set[str]] = {override.index: set() for override in optimizer.overrides}
-    for name, override in (groups.group_of.items() if groups is not None else ()):
+    for name, override in groups.group_of.items():
         taken[override.index].add(name)
     names = frozenset(info.name for info in structure.parameters)
     entries = []

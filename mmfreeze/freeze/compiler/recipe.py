@@ -45,7 +45,8 @@ def hold_compiled(
     trained = compiled_frozen_set(recipe, structure, recorded if elsewhere else None)
     if trained is not None:  # in every environment: what the stock framework trains
         check_compiled_trains(trained, result, target=target, source=recipe.display_path)
-    expected = _compiled(recipe, structure, result, grouping, target)
+    expected = compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
+                                grouping=grouping)
     check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
 
 
@@ -53,7 +54,8 @@ def compiled_sections(recipe: Recipe, structure: ModelStructure, *, target: Comp
     """What ``recipe``'s source compiles to for ``target``'s release, proven on ``structure``
     (built by ``target``'s builder), as `migrate` writes it."""
     result, grouping = source_frozen_set(recipe, structure)
-    return _compiled(recipe, structure, result, grouping, target)
+    return compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
+                            grouping=grouping)
 
 
 def compiled_hold(recipe: Recipe, structure: ModelStructure) -> bool:
@@ -114,11 +116,3 @@ def _named(result: FrozenSetResult, name: Callable[[str], str]) -> FrozenSetResu
         rates={rate: frozenset(map(name, names)) for rate, names in result.rates.items()},
     )
 
-
-def _compiled(
-    recipe: Recipe, structure: ModelStructure, result: FrozenSetResult, grouping: RateGrouping | None,
-    target: CompileTarget,
-) -> CompiledSections:
-    optimizer, groups = grouping if grouping is not None else (None, None)
-    return compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
-                            optimizer=optimizer, groups=groups)

@@ -18,8 +18,7 @@ from mmfreeze.freeze.compiler.target import CompileTarget
 from mmfreeze.freeze.engine import FrozenSetResult, compute_frozen_set
 from mmfreeze.freeze.compiler.rates import compile_rates
 from mmfreeze.freeze.compiler.selectors import compile_native_section
-from mmfreeze.freeze.optimizer import OptimizerSection
-from mmfreeze.freeze.param_groups import ParamGroups
+from mmfreeze.freeze.recipe_model import RateGrouping
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.recipes.layout import CompiledSections
 from mmfreeze.boundary.releases import FrameworkRules
@@ -27,10 +26,11 @@ from mmfreeze.boundary.releases import FrameworkRules
 
 def compile_sections(
     result: FrozenSetResult, built: ModelStructure, document: Mapping[str, Any], *, target: CompileTarget,
-    source: str, optimizer: OptimizerSection | None = None, groups: ParamGroups | None = None,
+    source: str, grouping: RateGrouping | None,
 ) -> CompiledSections:
     """The sections 0.7 runs natively for ``result`` (the source's outcome on ``built``), proven with
-    the release's rules on ``built`` before they are returned."""
+    the release's rules on ``built`` before they are returned; ``grouping``: the source's optimizer
+    with selector entries and the groups they take, compiled into patterns (``None``: no rates)."""
     if target.release != "0.7":
         raise NotNativelyExpressible(f"nemo-automodel {target.release} has no module selectors to compile into; "
                                      "the recipe runs through mmfreeze's integration", source=source)
@@ -42,5 +42,5 @@ def compile_sections(
         differ = sorted(proof.frozen ^ result.frozen)
         raise NotNativelyExpressible(f"the compiled selectors do not freeze what the source does ({len(differ)} "
                                      f"tensors differ, first {differ[0]}); nothing written", source=source)
-    rates = compile_rates(optimizer, groups, result.structure, source=source) if optimizer is not None else None
+    rates = compile_rates(*grouping, result.structure, source=source) if grouping is not None else None
     return CompiledSections(freeze_config=native, param_group_overrides=rates, compiled_for=target.describe())

@@ -41,6 +41,7 @@ from typing import Literal
 
 from mmfreeze.exceptions import NotNativelyExpressible
 from mmfreeze.freeze.invariants import invariant_freezes
+from mmfreeze.freeze.plan import parameters_under_any
 from mmfreeze.models.lora import ADAPTER_MARK
 from mmfreeze.models.structure import ModelStructure
 from mmfreeze.resolver.paths import name_prefixes
@@ -209,10 +210,4 @@ def layer_merges(
 def _same_parameters(glob: str, members: list[str], structure: ModelStructure) -> bool:
     """Whether ``glob`` over every module path takes exactly the parameters ``members`` take."""
     matched = [path for path in structure.modules if path and fnmatchcase(path, glob)]
-    return _parameters_under(matched, structure) == _parameters_under(members, structure)
-
-
-def _parameters_under(paths: Iterable[str], structure: ModelStructure) -> frozenset[str]:
-    wanted = set(paths)
-    return frozenset(info.name for info in structure.parameters
-                     if any(prefix in wanted for name in info.names for prefix in name_prefixes(name)))
+    return parameters_under_any(structure, matched).keys() == parameters_under_any(structure, members).keys()

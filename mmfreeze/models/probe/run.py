@@ -13,7 +13,6 @@ import logging
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from functools import cache
 from pathlib import PurePath
 from types import MappingProxyType
@@ -24,6 +23,7 @@ from mmfreeze.models.build import build_fake_model, constructed, quiet_transform
 from mmfreeze.models.probe.batches import TEXT, Batch, accepted_mixes, batch_for
 from mmfreeze.models.probe.graph import unreached_names
 from mmfreeze.models.probe.shrink import shrunken
+from mmfreeze.models.quiet import log_levels
 from mmfreeze.models.structure import Probe
 
 if TYPE_CHECKING:
@@ -107,8 +107,7 @@ def model_prober(model: nn.Module) -> Prober:
     batches = {mix: batch_for(mix, model_class) for mix in accepted_mixes(_loss_module(model))}
     text_shrunken = any(batch is not None for mix, batch in batches.items() if mix != TEXT)
     shrunken_model = cache(lambda: _shrunken_model(model.config, model_class))  # built once, for every mix that needs it
-    return Prober(batches, model_class, lambda mix: _methods(mix, model, model_class, shrunken_model,
-                                                             text_shrunken=text_shrunken))
+    return Prober(batches, model_class, lambda mix: _methods(mix, model, shrunken_model, text_shrunken=text_shrunken))
 
 
 def composite_prober(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.Module, nn.Module], nn.Module]) -> Prober:
@@ -126,25 +125,23 @@ def composite_prober(base: nn.Module, drafter: nn.Module, compose: Callable[[nn.
     @cache
     def shrunken_model() -> nn.Module:
         whole = compose(_shrunken_model(base.config, base_class), _shrunken_model(drafter.config, drafter_class))
-        for parameter in whole.parameters():  # the composite's constructor froze some; a probe trains all
-            parameter.requires_grad_(True)
-        return whole
+        return whole.requires_grad_(True)  # the composite's constructor froze some; a probe trains all
 
     methods = ((SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, base_class)),)
     return Prober({mix: batch_for(mix, base_class) for mix in accepted_mixes(base)}, base_class, lambda mix: methods)
 
 
-def _methods(mix: str, model: nn.Module, model_class: type[nn.Module],
-             shrunken_model: Callable[[], nn.Module], *, text_shrunken: bool) -> Iterator[tuple[str, Method]]:
+def _methods(mix: str, model: nn.Module, shrunken_model: Callable[[], nn.Module], *,
+             text_shrunken: bool) -> Iterator[tuple[str, Method]]:
     """The methods to try for ``mix``, cheapest first. ``text_shrunken``: the class has a batch for
     another mix, so its shrunken config is known to run, and the text mix runs there first too: a
     shrunken forward runs ATen's kernels, the meta device's are Python decompositions per operation
     (Qwen2.5-VL-7B's text mix: 0.05 s against 0.45 s on meta, measured), and the graph is the same
     (tests compare both with a real backward)."""
-    on_shrunken = (SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, model_class))
-    fake = (FAKE, lambda batch: with_fake_tensors(model.config, model_class, batch))
+    on_shrunken = (SHRUNKEN, lambda batch: on_shrunken_model(shrunken_model(), batch, type(model)))
+    fake = (FAKE, lambda batch: with_fake_tensors(model.config, type(model), batch))
     if mix != TEXT:
-        if model_class.__name__ in FAKE_IMAGE_PATH:  # fake tensors pass `.item()`, meta does not
+        if type(model).__name__ in FAKE_IMAGE_PATH:  # fake tensors pass `.item()`, meta does not
             yield fake
         yield on_shrunken
         return
@@ -193,8 +190,7 @@ def on_meta(model: nn.Module, batch: Batch) -> frozenset[str]:
     """``batch`` through ``model``, built on the meta device, and the graph walked from the loss."""
     import torch
 
-    for parameter in model.parameters():
-        parameter.requires_grad_(True)
+    model.requires_grad_(True)
     model.to(torch.bfloat16)  # fused MoE kernels (grouped_mm) take no float32
     inputs = {name: value.to("meta") for name, value in batch(model.config, type(model)).items()}
     with torch.enable_grad():
@@ -262,22 +258,10 @@ def with_fake_tensors(config: PretrainedConfig, model_class: type[nn.Module], ba
     model = build_fake_model(config, model_class, mode)
     # An operation fake tensors cannot run is logged with its traceback before it raises; the
     # raise is the answer here (the next method runs), so the log is noise.
-    with mode, torch.enable_grad(), _log_level("torch._subclasses.fake_tensor", logging.CRITICAL):
-        for parameter in model.parameters():
-            parameter.requires_grad_(True)
+    with mode, torch.enable_grad(), log_levels(["torch._subclasses.fake_tensor"], logging.CRITICAL):
+        model.requires_grad_(True)
         loss = _forward(model, {**batch(config, model_class), "use_cache": False})
     return unreached_names(model, loss)
-
-
-@contextmanager
-def _log_level(name: str, level: int) -> Iterator[None]:
-    logger = logging.getLogger(name)
-    before = logger.level
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.setLevel(before)
 
 
 def _loss_module(model: nn.Module) -> nn.Module:
