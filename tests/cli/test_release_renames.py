@@ -20,8 +20,10 @@ counts, two recipes "probe only", where 5.18's model code raises on a mix the la
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,7 @@ from mmfreeze.cli.exit_codes import ExitCode
 from mmfreeze.models.probe.run import SHRUNKEN
 from mmfreeze.versions import installed_version
 from tests.cli.test_snapshot import run
-from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT
+from tests.conftest import MAIN_TRANSFORMERS, REPO_ROOT, run_cache
 from tests.nemo.framework_env import requires_framework
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -64,6 +66,17 @@ RENAMES_FROM_518 = {"audio_tower": ("thinker.audio_tower.*", "thinker.model.audi
                       "visual": ("thinker.visual.*", "thinker.model.visual.*")}
 
 
+@pytest.fixture
+def whole_corpus_turn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One whole-corpus check of the transformers classes at a time across the run's xdist workers: the
+    second builds nothing, it reads the run's cache the first filled (cold, both built every model)."""
+    lock = run_cache(tmp_path_factory) / "whole-corpus-transformers.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
 def other_release_snapshots() -> Path:
     if INSTALLED not in OTHER_RELEASE_SNAPSHOTS:
         pytest.fail(f"transformers {INSTALLED} is neither supported release ({', '.join(OTHER_RELEASE_SNAPSHOTS)})")
@@ -89,7 +102,7 @@ def check(
 
 
 def test_the_other_releases_snapshots_are_renamed_for_the_omni_thinkers_probe_only_where_one_release_cannot_probe_and_version_only_for_the_rest(
-    tmp_path: Path,
+    tmp_path: Path, whole_corpus_turn: None,
 ) -> None:
     snapshot_dir = other_release_snapshots()
     recipes = sorted(path.relative_to(REPO_ROOT / snapshot_dir).as_posix().removesuffix(".frozen.txt")
@@ -126,7 +139,7 @@ PLANTED_SOURCE = ("    vision: {tower: true, projector: true}", "    vision: {to
 
 
 def test_the_markdown_report_of_a_release_switch_leads_with_the_one_real_change_and_stays_under_10_kb(
-    tmp_path: Path,
+    tmp_path: Path, whole_corpus_turn: None,
 ) -> None:
     """The other release's snapshots of the whole corpus, one recipe's projector unfrozen (and
     compiled again, as `migrate` would): the real change is the first row, each kind of release

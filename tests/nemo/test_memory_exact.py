@@ -335,12 +335,17 @@ def launch(case: Case, recipe: Path, out: Path, port: int) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def predict(recipe: Path, repository: Path, world: int, out: Path) -> subprocess.Popen:
-    """``mmfreeze explain --format json --world-size N``, from the repository (the user's command)."""
-    return subprocess.Popen([sys.executable, "-m", "mmfreeze", "explain", "--format", "json", "--world-size", str(world),
-                             "--no-cache", str(recipe.relative_to(repository))], cwd=repository,
-                            stdout=(out / "explain.json").open("w"), stderr=(out / "explain.err").open("w"),
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+def predict(recipe: Path, world: int) -> tuple[dict[str, Any] | None, str]:
+    """``mmfreeze explain --format json --world-size N`` on the recipe (the user's command), run in this
+    process while the launches train (one interpreter for every prediction: the launches need the cores)."""
+    from click.testing import CliRunner
+
+    from mmfreeze.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["explain", "--format", "json", "--world-size", str(world), "--no-cache",
+                                      str(recipe)], env={"HF_HUB_OFFLINE": "1"})
+    output = result.stdout[-3000:] + result.stderr[-3000:] + (repr(result.exception) if result.exception else "")
+    return (json.loads(result.stdout)["memory"] if result.exit_code == 0 else None), output
 
 
 def wait(procs: list[subprocess.Popen], deadline: float) -> None:
@@ -363,18 +368,16 @@ def run_all(repository: Path) -> list[Run]:
         (out / "probe").mkdir(parents=True)
     deadline = time.monotonic() + DEADLINE_S
     launches = {case.name: launch(case, recipes[case.name], outs[case.name] / "probe", free_port()) for case in CASES}
-    predictions = {case.name: predict(recipes[case.name], repository, case.world, outs[case.name]) for case in CASES}
-    wait([*predictions.values(), *launches.values()], deadline)
+    predictions = {case.name: predict(recipes[case.name], case.world) for case in CASES}
+    wait(list(launches.values()), deadline)
     runs = []
     for case in CASES:
         out = outs[case.name]
         ranks = {rank: json.loads((out / "probe" / f"rank{rank}.json").read_text())
                  for rank in range(case.world) if (out / "probe" / f"rank{rank}.json").exists()}
-        explained = (out / "explain.json").read_text()
-        predicted = json.loads(explained)["memory"] if predictions[case.name].returncode == 0 else None
+        predicted, explained = predictions[case.name]
         runs.append(Run(case=case, code=launches[case.name].returncode, output=(out / f"{case.name}.log").read_text(),
-                        ranks=ranks, predicted=predicted,
-                        explain_output=explained[-3000:] + (out / "explain.err").read_text()[-3000:]))
+                        ranks=ranks, predicted=predicted, explain_output=explained))
     return runs
 
 
