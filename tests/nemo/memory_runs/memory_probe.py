@@ -88,8 +88,7 @@ def _measure(optimizer) -> dict[str, Any]:
         "teacher": None if teacher is None else {
             "parameters": sum(_storages([*taught.values(), *_shards(teacher)]).values()),
             "fsdp_units": _fsdp_units(teacher),
-            "model_class": _built_class(teacher), "trainable": sum(p.requires_grad for p in taught.values()),
-            "dtypes": {name: str(p.dtype) for name, p in taught.items()}},
+            "model_class": _built_class(teacher), "trainable": sum(p.requires_grad for p in taught.values())},
         "params": {name: {"shape": list(p.shape), "local_shape": list(_local(p).shape), "dtype": str(p.dtype),
                           "requires_grad": p.requires_grad, "has_grad": p.grad is not None,
                           "kind": type(p).__name__}
