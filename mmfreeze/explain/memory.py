@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.memory.errors import MemoryModelError
+from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.memory.recipe import Teacher, WorldSize, recipe_memory
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def explain_memory(
     try:
         estimate = recipe_memory(recipe, frozen, world_size=world.ranks, config=loaded.source.config,
                                  teacher=teacher())
-    except MemoryModelError as error:
+    except MmfreezeError as error:  # a refusal, or a teacher that cannot be built
         if world.source == "--world-size":
             raise
         return {"world_size": world.ranks, "world_size_source": world.source, "error": str(error)}

@@ -126,6 +126,14 @@ def test_a_distillation_recipe_counts_its_teacher_s_parameters_on_every_rank_and
     assert "teacher" not in alone
 
 
+def test_a_teacher_that_cannot_be_built_under_a_default_world_size_says_why_without_failing(tmp_path: Path) -> None:
+    path = write(tmp_path, settings="world_size = 2\n")
+    path.write_text(path.read_text() + TEACHER.replace("ckpt", "no-such-teacher") + "  torch_dtype: torch.bfloat16\n")
+    result = explain(str(path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "no-such-teacher" in json.loads(result.stdout)["memory"]["error"]
+
+
 @pytest.mark.parametrize(("extra", "key"), [
     ("", "teacher_model.torch_dtype"),  # from_pretrained, dtype auto: the checkpoint's, which mmfreeze does not read
     ("  torch_dtype: torch.bfloat16\nseparate_meshes: true\n", "separate_meshes"),
