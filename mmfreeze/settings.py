@@ -23,6 +23,7 @@ every snapshot path is relative to, so a command gives the same result from any 
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -201,12 +202,7 @@ def _start_folder(paths: Sequence[Path], cwd: Path) -> Path:
     """The deepest existing folder containing every path (a file counts as its folder)."""
     if not paths:
         return cwd
-    folders = [_existing_folder(cwd / path) for path in paths]
-    common = folders[0]
-    for folder in folders[1:]:
-        while not folder.is_relative_to(common):
-            common = common.parent
-    return common
+    return Path(os.path.commonpath([_existing_folder(cwd / path) for path in paths]))
 
 
 def _existing_folder(path: Path) -> Path:

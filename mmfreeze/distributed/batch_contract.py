@@ -71,6 +71,4 @@ def parse_batch_contract(multimodal: Mapping[str, Any], *, source: str | None = 
     if not isinstance(modalities, list) or not all(isinstance(m, str) and m for m in modalities):
         raise DistributedConfigError(f"must be a list of modality names, got {modalities!r}",
                                      source=source, key=f"{where}.rank_uniform")
-    if not modalities:
-        return BatchContract()
-    return BatchContract.uniform(modalities, declared_by=f"recipe: {where}")
+    return BatchContract().with_uniform(modalities, declared_by=f"recipe: {where}")

@@ -33,15 +33,11 @@ AUTO_CLASSES = (
 
 
 def _default_targets() -> dict[str, str]:
-    targets: dict[str, str] = {}
-    for module in _NEMO_MODULES:
-        for wrapper, auto_class in _NEMO_AUTO_CLASSES.items():
-            for constructor in ("from_pretrained", "from_config"):
-                targets[f"{module}.{wrapper}.{constructor}"] = auto_class
-    for auto_class in AUTO_CLASSES:
-        for constructor in ("from_pretrained", "from_config"):
-            targets[f"transformers.{auto_class}.{constructor}"] = auto_class
-    return targets
+    classes = [(f"{module}.{wrapper}", auto_class)
+               for module in _NEMO_MODULES for wrapper, auto_class in _NEMO_AUTO_CLASSES.items()]
+    classes += [(f"transformers.{auto_class}", auto_class) for auto_class in AUTO_CLASSES]
+    return {f"{cls}.{constructor}": auto_class
+            for cls, auto_class in classes for constructor in ("from_pretrained", "from_config")}
 
 
 DEFAULT_TARGETS: Mapping[str, str] = MappingProxyType(_default_targets())
