@@ -17,7 +17,7 @@ from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
 from mmfreeze.models.framework import framework_class_for
-from mmfreeze.recipes.recipe import TEACHER
+from mmfreeze.recipes.recipe import TEACHER, teacher_key
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
@@ -128,10 +128,7 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
         sharded = _model_inputs(teacher.recipe, teacher.frozen, world_size=world_size, frozen=teacher.frozen.frozen,
                                 optimizer=optimizer)
     except MemoryModelError as error:
-        key = error.key
-        if key is not None and (key == "model" or key.startswith("model.")):
-            key = TEACHER + key.removeprefix("model")
-        raise type(error)(error.message, source=error.source, key=key) from error
+        raise type(error)(error.message, source=error.source, key=teacher_key(error.key)) from error
     return replace(sharded, frozen=frozenset(info.name for info in sharded.structure.parameters), forward_only=True)
 
 

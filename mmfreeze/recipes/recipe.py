@@ -299,9 +299,16 @@ def teacher_recipe(recipe: Recipe, *, allowed_targets: Mapping[str, str] = DEFAU
     try:
         model = _model_section(document, allowed_targets, source=recipe.display_path)
     except RecipeError as error:
-        key = error.key and TEACHER + error.key.removeprefix("model")
-        raise RecipeError(error.message, source=error.source, key=key) from error
+        raise RecipeError(error.message, source=error.source, key=teacher_key(error.key)) from error
     return replace(recipe, document=document, model=model, compiled=None)
+
+
+def teacher_key(key: str | None) -> str | None:
+    """A key of the teacher's own recipe (:func:`teacher_recipe`) as the distillation recipe spells it:
+    ``model.torch_dtype`` is ``teacher_model.torch_dtype``; its other keys are the recipe's own."""
+    if key is not None and (key == "model" or key.startswith("model.")):
+        return TEACHER + key.removeprefix("model")
+    return key
 
 
 def read_model_id(document: Any, *, source: str) -> str:
