@@ -3,7 +3,7 @@
     .venv-framework/bin/python benchmarks/memory_vs_peers.py
 
 Runs the configurations of ``tests/nemo/test_memory_exact.py`` (its ``CASES``, launched the same
-way: stock ``torchrun -m nemo_automodel.cli.app`` on gloo ranks on the CPU, measured by
+way: the stock entry point ``nemo_automodel.cli.app`` in torchrun workers on gloo ranks on the CPU, measured by
 ``memory_runs/memory_probe.py`` through torch's optimizer step hooks before the second step, and
 predicted by ``mmfreeze explain --format json --world-size N``), then prints for every rank the
 measured bytes of parameters + gradients + optimizer states and, as ratios to it:

@@ -3,12 +3,14 @@
 Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, Voxtral; Qwen3-VL,
 Gemma4 and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
 nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
-on CPU, launched as
+on CPU. The cases of one world size share one launch,
 
-    torchrun --standalone --nproc-per-node N -m nemo_automodel.cli.app recipe.yaml
+    torchrun --nproc-per-node N -m run_recipes plan.json
 
-with nothing of mmfreeze in the training processes: ``memory_runs/`` (and ``stock_launch/``, for
-its two ``torch.cuda`` stubs) is their only ``PYTHONPATH``. ``memory_runs/memory_probe.py`` measures,
+whose workers call the stock entry point ``nemo_automodel.cli.app.main`` on each recipe in turn,
+as ``torchrun -m nemo_automodel.cli.app recipe.yaml`` would (``memory_runs/run_recipes.py``), so
+the ranks' startup is paid once per world size. Nothing of mmfreeze is in the training processes:
+``memory_runs/`` (and ``stock_launch/``, for its two ``torch.cuda`` stubs) is their only ``PYTHONPATH``. ``memory_runs/memory_probe.py`` measures,
 through torch's public optimizer step hooks, each rank's unique storages of parameters, gradients and
 optimizer states just before the second optimizer step. mmfreeze's prediction is what a user sees:
 ``mmfreeze explain --format json --world-size N`` on the same recipe file.
@@ -21,7 +23,7 @@ and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor
 bf16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
 (``KnowledgeDistillationRecipeForVLM``): a frozen teacher on the same ranks, which keeps the units it
 wraps without resharding after forward all-gathered, beside their shards.
-All launches start together to share the two cores' import time.
+The two launches start together, beside the predictions.
 """
 
 from __future__ import annotations
@@ -323,15 +325,17 @@ def torchrun() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
-def launch(case: Case, recipe: Path, out: Path, port: int) -> subprocess.Popen:
+def launch(world: int, plan: list[tuple[Path, Path]], folder: Path, port: int) -> subprocess.Popen:
+    """One torchrun of ``world`` ranks that trains every ``(recipe, probe folder)`` of ``plan`` in turn."""
+    (folder / "plan.json").write_text(json.dumps([[str(recipe), str(out)] for recipe, out in plan]))
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "PYTEST", "MMFREEZE"))}
-    env.update({"PYTHONPATH": os.pathsep.join(map(str, PROBE_PATH)), "MEMORY_RUN_OUT": str(out),
+    env.update({"PYTHONPATH": os.pathsep.join(map(str, PROBE_PATH)), "MEMORY_RUN_OUT": str(folder),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled",
                 "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
-    command = [*torchrun(), "--nproc-per-node", str(case.world), "--master-port", str(port), "--master-addr",
-               "127.0.0.1", "-m", "nemo_automodel.cli.app", str(recipe)]
-    log = (out.parent / f"{case.name}.log").open("w")  # beside the probe's folder
-    return subprocess.Popen(command, cwd=out.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
+    command = [*torchrun(), "--nproc-per-node", str(world), "--master-port", str(port), "--master-addr",
+               "127.0.0.1", "-m", "run_recipes", str(folder / "plan.json")]
+    log = (folder / "launch.log").open("w")
+    return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
 
@@ -358,25 +362,33 @@ def wait(procs: list[subprocess.Popen], deadline: float) -> None:
 
 
 def run_all(repository: Path) -> list[Run]:
-    """Every case's launch and its prediction, all started at once."""
+    """Every case's run (one launch per world size, the teacher's case last: the probe finds a teacher
+    among live objects) and its prediction, the launches started together."""
     from tests.distributed.launch import free_port
 
     (repository / "pyproject.toml").write_text("[tool.mmfreeze]\n")
     recipes = {case.name: write_recipe(case, repository) for case in CASES}
-    outs = {case.name: repository / "runs" / case.name for case in CASES}
-    for out in outs.values():
-        (out / "probe").mkdir(parents=True)
+    outs = {case.name: repository / "runs" / case.name / "probe" for case in CASES}
+    worlds = sorted({case.world for case in CASES})
+    folders = {world: repository / "runs" / f"world{world}" for world in worlds}
+    for folder in [*outs.values(), *folders.values()]:
+        folder.mkdir(parents=True)
     deadline = time.monotonic() + DEADLINE_S
-    launches = {case.name: launch(case, recipes[case.name], outs[case.name] / "probe", free_port()) for case in CASES}
+    launches = {world: launch(world, [(recipes[case.name], outs[case.name]) for case in sorted(
+        (case for case in CASES if case.world == world), key=lambda case: case.teacher)], folders[world], free_port())
+        for world in worlds}
     predictions = {case.name: predict(recipes[case.name], case.world) for case in CASES}
     wait(list(launches.values()), deadline)
     runs = []
     for case in CASES:
         out = outs[case.name]
-        ranks = {rank: json.loads((out / "probe" / f"rank{rank}.json").read_text())
-                 for rank in range(case.world) if (out / "probe" / f"rank{rank}.json").exists()}
+        ranks = {rank: json.loads((out / f"rank{rank}.json").read_text())
+                 for rank in range(case.world) if (out / f"rank{rank}.json").exists()}
+        done = [json.loads(path.read_text()) for path in sorted(out.glob("done*.json"))]
+        errors = [record["error"] for record in done if record["error"]]
+        code = launches[case.world].returncode if len(done) < case.world else int(bool(errors))
         predicted, explained = predictions[case.name]
-        runs.append(Run(case=case, code=launches[case.name].returncode, output=(out / f"{case.name}.log").read_text(),
+        runs.append(Run(case=case, code=code, output="\n".join(errors) or (folders[case.world] / "launch.log").read_text(),
                         ranks=ranks, predicted=predicted, explain_output=explained))
     return runs
 

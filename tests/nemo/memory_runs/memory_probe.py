@@ -31,8 +31,18 @@ from pathlib import Path
 from typing import Any
 
 RANK = int(os.environ.get("RANK", "0"))
-STATE: dict[str, Any] = {"rank": RANK, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "steps": 0,
-                         "measured_at_step": None, "optimizers": []}
+STATE: dict[str, Any] = {}
+
+
+def reset() -> None:
+    """A new recipe's record (``run_recipes`` runs several in one worker)."""
+    installed = STATE.get("installed", False)
+    STATE.clear()
+    STATE.update(rank=RANK, world_size=int(os.environ.get("WORLD_SIZE", "1")), steps=0, measured_at_step=None,
+                 optimizers=[], installed=installed)
+
+
+reset()
 
 
 def _write() -> None:
