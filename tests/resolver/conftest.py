@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every resolver test is marked ``resolver``: `.ci/framework_env` runs them (``-m "framework or
+    resolver"``) against that release's module trees, in its one test session."""
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.resolver)
 
 
 def tiny_qwen2_vl():
