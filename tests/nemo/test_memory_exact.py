@@ -1,8 +1,9 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
 Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, Voxtral; Qwen3-VL,
-Gemma4 and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer), trained by
-nemo-automodel 0.7.0's own entry point and recipe class (``FinetuneRecipeForVLM``), FSDP2 on gloo ranks
+Gemma4 and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer;
+and a Llama language model alone), trained by nemo-automodel 0.7.0's own entry point and recipe class
+(``FinetuneRecipeForVLM``; ``TrainFinetuneRecipeForNextTokenPrediction`` for the Llama), FSDP2 on gloo ranks
 on CPU. The cases of one world size share one launch,
 
     torchrun --nproc-per-node N -m run_recipes plan.json
@@ -118,6 +119,8 @@ CASES = (
          frozen_sharding="replicate"),
     Case("llava_distillation", "llava", 2, "bfloat16",  # KnowledgeDistillationRecipeForVLM, a tied teacher
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, pretrained=True, teacher=True),
+    Case("llama_llm_finetune", "llama", 2, "bfloat16",  # TrainFinetuneRecipeForNextTokenPrediction, the LLM recipe
+         freeze_config={"freeze_modules": [{"path": "model.embed_tokens"}]}),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -128,8 +131,10 @@ CASES = (
 # --------------------------------------------------------------------------------------------
 
 def tiny_config(family: str, *, tied: bool = False) -> Any:
-    from transformers import LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig, Qwen3VLConfig
+    from transformers import LlamaConfig, LlavaConfig, Qwen2_5_VLConfig, Qwen2AudioConfig, Qwen3VLConfig
 
+    if family == "llama":  # a language model alone, for the LLM recipe
+        return LlamaConfig(**TEXT)
     if family == "llava":
         return LlavaConfig(
             text_config={"model_type": "llama", **TEXT, "tie_word_embeddings": tied}, tie_word_embeddings=tied,
@@ -223,7 +228,7 @@ def tiny_model(family: str, config: Any) -> Any:
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
     """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
-    if family in ("gemma4", "muse_glimmer", "voxtral"):
+    if family in ("gemma4", "muse_glimmer", "voxtral", "llama"):
         return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
@@ -250,6 +255,7 @@ def tiny_model_dir(family: str, repository: Path, *, tied: bool, pretrained: boo
         config.save_pretrained(model_dir)
         if pretrained:
             tiny_model(family, config).save_pretrained(model_dir)
+        if pretrained or family == "llama":  # the LLM recipe loads the tokenizer beside the model's config
             tiny_tokenizer().save_pretrained(model_dir)
     return model_dir
 
@@ -269,10 +275,12 @@ def write_recipe(case: Case, repository: Path) -> Path:
     """The case's recipe file in ``repository``, beside its tiny config (``models/<family>``)."""
     config = tiny_config(case.family, tied=case.tied)
     model_dir = tiny_model_dir(case.family, repository, tied=case.tied, pretrained=case.pretrained)
-    target = "NeMoAutoModelForMultimodalLM" if case.family in ("qwen2_audio", "voxtral") else "NeMoAutoModelForImageTextToText"
+    target = {"qwen2_audio": "NeMoAutoModelForMultimodalLM", "voxtral": "NeMoAutoModelForMultimodalLM",
+              "llama": "NeMoAutoModelForCausalLM"}.get(case.family, "NeMoAutoModelForImageTextToText")
     spec = batch_spec(case.family, config)
     recipe: dict[str, Any] = {
-        "recipe": "KnowledgeDistillationRecipeForVLM" if case.teacher else "FinetuneRecipeForVLM",
+        "recipe": "KnowledgeDistillationRecipeForVLM" if case.teacher else
+                  "TrainFinetuneRecipeForNextTokenPrediction" if case.family == "llama" else "FinetuneRecipeForVLM",
         "seed": 42,
         "dist_env": {"backend": "gloo", "timeout_minutes": 2},
         "step_scheduler": {"global_batch_size": 2 * case.world, "local_batch_size": 2, "max_steps": STEPS,
@@ -457,13 +465,13 @@ def check_teachers(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Seven families, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    """Eight families (one a language model alone, trained by the LLM recipe), full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in a bf16 run, and a
     distillation teacher."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
-                                                 "muse_glimmer", "voxtral"}
+                                                 "muse_glimmer", "voxtral", "llama"}
     for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
         built = by_name[name].ranks[0]["model_class"]
         assert built == module, (name, built)
