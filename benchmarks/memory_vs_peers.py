@@ -46,14 +46,17 @@ def accelerate_estimate(case: Case) -> int | None:
     from accelerate.commands.estimate import estimate_training_usage
     from accelerate.utils import calculate_maximum_sizes
     from transformers import (
-        AutoModelForImageTextToText, Qwen2AudioForConditionalGeneration, VoxtralForConditionalGeneration,
+        AutoModelForImageTextToText, LlamaForCausalLM, Qwen2AudioForConditionalGeneration,
+        VoxtralForConditionalGeneration,
     )
 
     config = tiny_config(case.family, tied=case.tied)
-    audio = {"qwen2_audio": Qwen2AudioForConditionalGeneration, "voxtral": VoxtralForConditionalGeneration}
+    # no image-text Auto class builds these (the language model alone, and the audio classes)
+    classes = {"qwen2_audio": Qwen2AudioForConditionalGeneration, "voxtral": VoxtralForConditionalGeneration,
+               "llama": LlamaForCausalLM}
     with init_empty_weights():  # create_empty_model's way: fp32, on meta
-        if case.family in audio:  # no Auto class of transformers' builds them
-            model = audio[case.family]._from_config(config, dtype=torch.float32)
+        if case.family in classes:
+            model = classes[case.family]._from_config(config, dtype=torch.float32)
         else:
             try:
                 model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
