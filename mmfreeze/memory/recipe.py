@@ -16,7 +16,7 @@ from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, Unk
 from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
-from mmfreeze.models.framework import framework_class_for
+from mmfreeze.models.framework import forces_transformers_class, framework_class_for
 from mmfreeze.recipes.recipe import TEACHER, teacher_key
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
     the ranks; ``delta_only``: the caller compares two figures of this recipe, so a teacher, the same in
     both, is left out."""
     if config is not None:
-        check_framework_class(config, frozen.structure, source=recipe.display_path)
+        check_framework_class(config, frozen.structure, model_section=recipe.framework_document.get("model"),
+                              source=recipe.display_path)
     return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names,
                                          teacher=teacher, delta_only=delta_only))
 
@@ -124,7 +125,8 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
                                key="distributed.reshard_after_forward")
     try:
         if teacher.config is not None:
-            check_framework_class(teacher.config, teacher.frozen.structure, source=source)
+            check_framework_class(teacher.config, teacher.frozen.structure,
+                                  model_section=teacher.recipe.framework_document.get("model"), source=source)
         sharded = _model_inputs(teacher.recipe, teacher.frozen, world_size=world_size, frozen=teacher.frozen.frozen,
                                 optimizer=optimizer)
     except MemoryModelError as error:
@@ -186,12 +188,14 @@ def check_uniform_trainable_dtypes(layout: FsdpLayout, dtypes: Mapping[str, str]
                 source=source, key="model.torch_dtype")
 
 
-def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *, source: str) -> None:
+def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *,
+                          model_section: Mapping[str, Any] | None, source: str) -> None:
     """Refuse a structure the framework would not train: its own class for the architecture where this
     environment built the transformers one (another tree, maybe another layout), or any class of
-    :data:`OWN_PARALLELIZERS`."""
+    :data:`OWN_PARALLELIZERS`. With ``model.force_hf`` (``model_section``) the framework trains the
+    transformers class."""
     framework = framework_class_for(config)
-    if framework is None:
+    if framework is None or forces_transformers_class(model_section):
         return
     modules = [module for module, _ in framework.classes]
     if any(f"{module}.".startswith(OWN_PARALLELIZERS) for module in modules):

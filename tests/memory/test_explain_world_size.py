@@ -192,3 +192,17 @@ def test_a_float16_recipe_of_a_model_that_keeps_a_tensor_in_fp32_is_refused_nami
     assert "model.torch_dtype" in result.output and "audio_tower.embed_positions.weight" in result.output
     assert "float16" in result.output and "Traceback" not in result.output
 
+
+
+def test_a_recipe_that_forces_the_transformers_class_is_sized_though_the_framework_has_its_own() -> None:
+    """The bundled Qwen2.5-Omni audio-visual recipe says ``force_hf: true``: 0.7.0 then trains transformers'
+    whole Omni model, not its own thinker class, so the class every environment builds is the one that trains."""
+    from tests.conftest import REPO_ROOT
+
+    recipe = REPO_ROOT / "example_configs" / "audio_finetune" / "qwen2_5_omni" / "qwen2_5_omni_7b_av_mix.yaml"
+    assert "force_hf: true" in recipe.read_text()
+    result = explain(str(recipe), "--world-size", "8", "--format", "json")
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["memory"]
+    assert memory["world_size"] == 8 and len(memory["ranks"]) >= 1
+    assert all(rank["parameters"] > 0 and rank["gradients"] > 0 and rank["optimizer"] > 0 for rank in memory["ranks"])

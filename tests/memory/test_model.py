@@ -107,24 +107,31 @@ def test_a_framework_class_with_its_own_parallelizer_is_refused_unless_it_runs_t
                                       class_module="nemo_automodel.components.models.qwen3_vl.model"), source="r")
 
 
-def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized() -> None:
+def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized_unless_the_recipe_forces_it() -> None:
     """``framework_classes.json``: 0.7.0 builds its own class for these architectures (Qwen3.5 with its own
     parallelizer; Gemma4; Mistral3 by config), so the transformers class this environment built is not what
-    trains."""
+    trains; with ``model.force_hf: true`` the framework builds the transformers class, which is then sized."""
     from dataclasses import replace
 
     from mmfreeze.memory.errors import MemoryModelError
     from mmfreeze.memory.recipe import check_framework_class
 
     built = replace(STRUCTURE, class_module="transformers.models.x.modeling_x")
+    plain = {"_target_": "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained"}
     with pytest.raises(MemoryModelError, match="model: the framework builds .* sharded by its own parallelizer"):
-        check_framework_class({"architectures": ["Qwen3_5ForConditionalGeneration"]}, built, source="r")
+        check_framework_class({"architectures": ["Qwen3_5ForConditionalGeneration"]}, built, model_section=plain,
+                              source="r")
     with pytest.raises(MemoryModelError, match="model: the framework builds .* but this environment built"):
-        check_framework_class({"architectures": ["Gemma4ForConditionalGeneration"]}, built, source="r")
+        check_framework_class({"architectures": ["Gemma4ForConditionalGeneration"]}, built, model_section=plain,
+                              source="r")
     with pytest.raises(MemoryModelError, match="model: the framework may build .* but this environment built"):
-        check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, source="r")
-    check_framework_class({"architectures": ["LlavaForConditionalGeneration"]}, built, source="r")
-    check_framework_class({}, built, source="r")
+        check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, model_section=None,
+                              source="r")
+    check_framework_class({"architectures": ["LlavaForConditionalGeneration"]}, built, model_section=plain, source="r")
+    check_framework_class({}, built, model_section=plain, source="r")
+    for architecture in ("Gemma4ForConditionalGeneration", "Qwen3_5ForConditionalGeneration"):
+        check_framework_class({"architectures": [architecture]}, built, model_section={**plain, "force_hf": True},
+                              source="r")
 
 
 def test_an_fsdp2_unit_that_would_train_two_dtypes_is_refused_as_fsdp2_refuses_it() -> None:
