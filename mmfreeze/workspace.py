@@ -132,7 +132,7 @@ class Workspace:
         if taught is None:
             return None
         loaded = self.loaded(self.request(taught, probed=False))
-        return Teacher(recipe=taught, frozen=recipe_frozen_set(taught, loaded.structure), config=loaded.source.config)
+        return Teacher(recipe=taught, frozen=recipe_frozen_set(taught, loaded.structure), loaded=loaded)
 
     def compile_target(self, built: ModelStructure) -> CompileTarget:
         """What a compiled section is proven on here: the repository's release, and the builder that

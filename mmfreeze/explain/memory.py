@@ -33,7 +33,7 @@ def explain_memory(
     if world is None:
         return None
     try:
-        estimate = recipe_memory(recipe, frozen, world_size=world.ranks, config=loaded.source.config,
+        estimate = recipe_memory(recipe, frozen, world_size=world.ranks, loaded=loaded,
                                  teacher=teacher())
     except MmfreezeError as error:  # a refusal, or a teacher that cannot be built
         if world.source == "--world-size":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mmfreeze.counts import readable_bytes, readable_count
 from mmfreeze.exceptions import MmfreezeError
@@ -21,6 +21,7 @@ from mmfreeze.memory.recipe import choose_world_size, recipe_memory
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
     from mmfreeze.memory.model import MemoryEstimate, RankMemory
+    from mmfreeze.models.loader import LoadedStructure
     from mmfreeze.recipes.recipe import Recipe
     from mmfreeze.resolver.labels import ModuleGroup
 
@@ -88,18 +89,18 @@ class ChangeCost:
 def change_cost(
     recipe: Recipe, after: FrozenSetResult, before_frozen: frozenset[str],
     groups: Mapping[tuple[str, str], frozenset[str]], *, world_size: int | None,
-    config: Mapping[str, Any] | None = None,
+    loaded: LoadedStructure | None = None,
 ) -> ChangeCost:
     """The cost of going from ``before_frozen`` to ``after`` (both on ``after.structure``), and of
-    each group's move alone (``groups``: (kind, label) -> the names that moved). ``config``: the
-    model's config.json content, which says whether the framework trains another class than the
+    each group's move alone (``groups``: (kind, label) -> the names that moved). ``loaded``: the
+    model as this run built it, which says whether the framework trains another class than the
     one built here (then there is no figure). A world size mmfreeze cannot know, or an input it
     cannot size, is said, never guessed."""
     if world_size is None:
         return ChangeCost(unsized=NO_WORLD_SIZE)
     try:
         # differences of one recipe's figures: a distillation teacher, the same in each, is left out
-        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, config=config,
+        base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, loaded=loaded,
                              delta_only=True)
         whole = _delta(base, recipe_memory(recipe, after, world_size=world_size, delta_only=True), after,
                        before_frozen, after.frozen)
@@ -115,7 +116,7 @@ def change_cost(
 
 def moved_cost(
     recipe: Recipe, after: FrozenSetResult, newly_frozen: Sequence[ModuleGroup], newly_trainable: Sequence[ModuleGroup],
-    *, world_setting: int | None, config: Mapping[str, Any] | None,
+    *, world_setting: int | None, loaded: LoadedStructure | None,
 ) -> ChangeCost:
     """What a diff's moved groups cost, at ``world_setting`` (``[tool.mmfreeze] world_size``) or
     the recipe's sizes: the set before them is ``after`` with every moved group moved back."""
@@ -125,7 +126,7 @@ def moved_cost(
               for group in moved}
     world = choose_world_size(recipe, option=None, setting=world_setting)
     return change_cost(recipe, after, after.frozen ^ frozenset().union(*groups.values()), groups,
-                       world_size=None if world is None else world.ranks, config=config)
+                       world_size=None if world is None else world.ranks, loaded=loaded)
 
 
 def _delta(

@@ -16,11 +16,12 @@ from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, Unk
 from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
-from mmfreeze.models.framework import forces_transformers_class, framework_class_for
+from mmfreeze.models.framework import framework_class_for
 from mmfreeze.recipes.recipe import TEACHER, teacher_key
 
 if TYPE_CHECKING:
     from mmfreeze.freeze.engine import FrozenSetResult
+    from mmfreeze.models.loader import LoadedStructure
     from mmfreeze.models.structure import ModelStructure
     from mmfreeze.recipes.recipe import Recipe
 
@@ -45,11 +46,11 @@ FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 class Teacher:
     """A distillation recipe's teacher as the framework builds it (:meth:`mmfreeze.workspace.Workspace.teacher`):
     its recipe (:func:`~mmfreeze.recipes.recipe.teacher_recipe`), what it freezes when the framework shards
-    it, and its config.json content."""
+    it, and its model as this run built it."""
 
     recipe: Recipe
     frozen: FrozenSetResult
-    config: Mapping[str, Any] | None
+    loaded: LoadedStructure
 
 
 TEACHER_PLACES = {
@@ -61,17 +62,16 @@ TEACHER_PLACES = {
 
 
 def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
-                  frozen_names: frozenset[str] | None = None, config: Mapping[str, Any] | None = None,
+                  frozen_names: frozenset[str] | None = None, loaded: LoadedStructure | None = None,
                   teacher: Teacher | None = None, delta_only: bool = False) -> MemoryEstimate:
     """Per-rank memory of ``recipe`` (its frozen set ``frozen``) at ``world_size`` ranks;
-    ``frozen_names``: another trainable set on the same structure (what a diff compares); ``config``: the
-    model's config.json content, which says whether the framework builds its own class
-    (:func:`check_framework_class`); ``teacher``: a distillation recipe's teacher, whose parameters share
+    ``frozen_names``: another trainable set on the same structure (what a diff compares); ``loaded``: the
+    model as this run built it, with its config and builder, which say whether the framework trains another
+    class (:func:`check_framework_class`); ``teacher``: a distillation recipe's teacher, whose parameters share
     the ranks; ``delta_only``: the caller compares two figures of this recipe, so a teacher, the same in
     both, is left out."""
-    if config is not None:
-        check_framework_class(config, frozen.structure, model_section=recipe.framework_document.get("model"),
-                              source=recipe.display_path)
+    if loaded is not None:
+        check_framework_class(loaded, source=recipe.display_path)
     return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names,
                                          teacher=teacher, delta_only=delta_only))
 
@@ -96,6 +96,7 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     check_world_size(distributed, world_size, source=source)
     structure = built.structure
     check_shared_parallelizer(structure, source=source)
+    check_one_model(structure, source=source)
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
     layout = plan_fsdp_layout(structure, frozen, frozen_sharding(distributed, source))
@@ -124,9 +125,7 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
                                "model does not follow: not sized", source=source,
                                key="distributed.reshard_after_forward")
     try:
-        if teacher.config is not None:
-            check_framework_class(teacher.config, teacher.frozen.structure,
-                                  model_section=teacher.recipe.framework_document.get("model"), source=source)
+        check_framework_class(teacher.loaded, source=source)
         sharded = _model_inputs(teacher.recipe, teacher.frozen, world_size=world_size, frozen=teacher.frozen.frozen,
                                 optimizer=optimizer)
     except MemoryModelError as error:
@@ -188,14 +187,16 @@ def check_uniform_trainable_dtypes(layout: FsdpLayout, dtypes: Mapping[str, str]
                 source=source, key="model.torch_dtype")
 
 
-def check_framework_class(config: Mapping[str, Any], structure: ModelStructure, *,
-                          model_section: Mapping[str, Any] | None, source: str) -> None:
+def check_framework_class(loaded: LoadedStructure, *, source: str) -> None:
     """Refuse a structure the framework would not train: its own class for the architecture where this
     environment built the transformers one (another tree, maybe another layout), or any class of
-    :data:`OWN_PARALLELIZERS`. With ``model.force_hf`` (``model_section``) the framework trains the
-    transformers class."""
-    framework = framework_class_for(config)
-    if framework is None or forces_transformers_class(model_section):
+    :data:`OWN_PARALLELIZERS`. What the framework's builder built is what trains (its own resolver picked
+    the class, by config where that decides), as is the transformers class of a recipe with ``model.force_hf``
+    and a composite, which its ``_target_`` names (:func:`check_one_model` refuses it)."""
+    framework = framework_class_for(loaded.source.config)
+    build, structure = loaded.request.build, loaded.structure
+    if framework is None or build.force_hf or (build.kind == "framework" and not structure.build_note) \
+            or structure.parts:
         return
     modules = [module for module, _ in framework.classes]
     if any(f"{module}.".startswith(OWN_PARALLELIZERS) for module in modules):
@@ -215,6 +216,15 @@ def check_shared_parallelizer(structure: ModelStructure, *, source: str) -> None
     if structure.class_module.startswith(OWN_PARALLELIZERS):
         raise MemoryModelError(f"the framework shards {structure.class_name} ({structure.class_module}) with its own "
                                "parallelizer, whose FSDP2 layout mmfreeze does not model", source=source, key="model")
+
+
+def check_one_model(structure: ModelStructure, *, source: str) -> None:
+    """Refuse a composite (``Gemma4WithDrafter``: a model and its drafter built as one module): no run of
+    one was measured, so its FSDP2 units are not known."""
+    if structure.parts:
+        parts = ", ".join(f"{part.prefix} ({part.class_name})" for part in structure.parts)
+        raise MemoryModelError(f"builds {structure.class_name}, a composite of {parts}, whose FSDP2 layout no "
+                               "measured run shows: not sized", source=source, key="model._target_")
 
 
 def model_dtype(document: Mapping[str, Any], target: str, *, source: str) -> str:

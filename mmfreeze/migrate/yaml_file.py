@@ -77,11 +77,10 @@ def _cost(
     layout = read_layout(written, source=source)
     migrated = replace(workspace.recipe(path), document=layout.document, compiled=layout.compiled)
     request = workspace.request(migrated, probed=False)
-    after = recipe_frozen_set(migrated, workspace.structure(request))
-    config = workspace.config(request).config
+    loaded = workspace.loaded(request)
+    after = recipe_frozen_set(migrated, loaded.structure)
     return moved_cost(migrated, after, result.newly_frozen, result.newly_trainable,
-                      world_setting=workspace.settings.world_size,
-                      config=config)
+                      world_setting=workspace.settings.world_size, loaded=loaded)
 
 
 def _section_line(tree: Any, *, display: str) -> str:

@@ -133,17 +133,11 @@ def transformers_satisfies_framework() -> tuple[bool, str]:
     return installed != "missing" and Requirement(pin).specifier.contains(installed, prereleases=True), pin
 
 
-def forces_transformers_class(model_section: Mapping[str, Any] | None) -> bool:
-    """The recipe's ``model.force_hf``: the framework then builds the transformers class, even for an
-    architecture it has its own class for (``get_is_hf_model`` in ``_transformers/auto_model.py``)."""
-    return isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
-
-
 def spec_for_recipe(choice: BuilderChoice, target: str, model_section: Mapping[str, Any] | None) -> BuildSpec:
     """The recipe's build: the framework's only for its own ``NeMoAutoModel*`` targets."""
     if not target.startswith(PACKAGE_PREFIX):
         return TRANSFORMERS_SPEC
-    force_hf = forces_transformers_class(model_section)
+    force_hf = isinstance(model_section, Mapping) and bool(model_section.get("force_hf", False))
     if choice.kind != "framework":
         # force_hf is kept (not part of a transformers build's identity) so the header states no
         # divergence: with it, the framework builds the transformers class too.

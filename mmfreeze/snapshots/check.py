@@ -246,9 +246,9 @@ def _cost(change: RecipeChange, result: FrozenSetResult, recipe: Recipe, run: Sn
     sized by `mmfreeze explain --world-size`, not here."""
     from mmfreeze.memory.change import moved_cost
 
-    config = run.workspace.config(run.workspace.request(recipe)).config
     return moved_cost(recipe, result, change.newly_frozen, change.newly_trainable,
-                      world_setting=run.workspace.settings.world_size, config=config)
+                      world_setting=run.workspace.settings.world_size,
+                      loaded=run.workspace.loaded(run.workspace.request(recipe)))
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:

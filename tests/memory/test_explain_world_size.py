@@ -206,3 +206,14 @@ def test_a_recipe_that_forces_the_transformers_class_is_sized_though_the_framewo
     memory = json.loads(result.stdout)["memory"]
     assert memory["world_size"] == 8 and len(memory["ranks"]) >= 1
     assert all(rank["parameters"] > 0 and rank["gradients"] > 0 and rank["optimizer"] > 0 for rank in memory["ranks"])
+
+
+def test_a_composite_model_is_refused_naming_its_target() -> None:
+    """The bundled Gemma4 joint-drafter recipe builds ``Gemma4WithDrafter`` (the model and its drafter as one
+    module): no run of one was measured, in either environment's build of it."""
+    from tests.conftest import REPO_ROOT
+
+    recipe = REPO_ROOT / "example_configs" / "vlm_finetune" / "gemma4_joint_drafter" / "gemma4_e2b_joint_drafter_medpix.yaml"
+    result = explain(str(recipe), "--world-size", "8", "--format", "json")
+    assert result.exit_code == ExitCode.INPUT_ERROR, result.output
+    assert "model._target_: builds Gemma4WithDrafter, a composite of base (Gemma4ForConditionalGeneration)" in result.output

@@ -107,31 +107,44 @@ def test_a_framework_class_with_its_own_parallelizer_is_refused_unless_it_runs_t
                                       class_module="nemo_automodel.components.models.qwen3_vl.model"), source="r")
 
 
-def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized_unless_the_recipe_forces_it() -> None:
+def test_where_the_framework_builds_its_own_class_a_transformers_tree_is_not_sized() -> None:
     """``framework_classes.json``: 0.7.0 builds its own class for these architectures (Qwen3.5 with its own
-    parallelizer; Gemma4; Mistral3 by config), so the transformers class this environment built is not what
-    trains; with ``model.force_hf: true`` the framework builds the transformers class, which is then sized."""
+    parallelizer; Gemma4; Mistral3 by config), so the transformers class the transformers builder built is not
+    what trains. What the framework's builder built is (its own resolver chose the class, by config for
+    Mistral3), unless it fell back to the transformers class; so is the transformers class of a recipe that
+    says ``force_hf: true``."""
     from dataclasses import replace
+    from pathlib import Path
 
     from mmfreeze.memory.errors import MemoryModelError
     from mmfreeze.memory.recipe import check_framework_class
+    from mmfreeze.models.config_sources import ModelConfigSource
+    from mmfreeze.models.framework import TRANSFORMERS_SPEC, BuildSpec
+    from mmfreeze.models.loader import LoadedStructure, ModelRequest
 
     built = replace(STRUCTURE, class_module="transformers.models.x.modeling_x")
-    plain = {"_target_": "nemo_automodel.NeMoAutoModelForImageTextToText.from_pretrained"}
+    framework = BuildSpec(kind="framework", framework_version="0.7.0")
+
+    def loaded(architecture: str | None, build: BuildSpec = TRANSFORMERS_SPEC, note: str = "") -> LoadedStructure:
+        config = {"architectures": [architecture]} if architecture else {}
+        request = ModelRequest(model_id="m", auto_class="AutoModelForImageTextToText", recipe_dir=Path("."),
+                               configs_dir=None, source="r", build=build)
+        return LoadedStructure(request=request, source=ModelConfigSource(kind="local", location="m", config=config),
+                               structure=replace(built, build_note=note), key="k")
+
     with pytest.raises(MemoryModelError, match="model: the framework builds .* sharded by its own parallelizer"):
-        check_framework_class({"architectures": ["Qwen3_5ForConditionalGeneration"]}, built, model_section=plain,
-                              source="r")
+        check_framework_class(loaded("Qwen3_5ForConditionalGeneration"), source="r")
     with pytest.raises(MemoryModelError, match="model: the framework builds .* but this environment built"):
-        check_framework_class({"architectures": ["Gemma4ForConditionalGeneration"]}, built, model_section=plain,
-                              source="r")
+        check_framework_class(loaded("Gemma4ForConditionalGeneration"), source="r")
     with pytest.raises(MemoryModelError, match="model: the framework may build .* but this environment built"):
-        check_framework_class({"architectures": ["Mistral3ForConditionalGeneration"]}, built, model_section=None,
-                              source="r")
-    check_framework_class({"architectures": ["LlavaForConditionalGeneration"]}, built, model_section=plain, source="r")
-    check_framework_class({}, built, model_section=plain, source="r")
+        check_framework_class(loaded("Mistral3ForConditionalGeneration"), source="r")
+    with pytest.raises(MemoryModelError, match="model: the framework may build .* but this environment built"):
+        check_framework_class(loaded("Mistral3ForConditionalGeneration", framework, note="could not build"), source="r")
+    check_framework_class(loaded("LlavaForConditionalGeneration"), source="r")
+    check_framework_class(loaded(None), source="r")
+    check_framework_class(loaded("Mistral3ForConditionalGeneration", framework), source="r")
     for architecture in ("Gemma4ForConditionalGeneration", "Qwen3_5ForConditionalGeneration"):
-        check_framework_class({"architectures": [architecture]}, built, model_section={**plain, "force_hf": True},
-                              source="r")
+        check_framework_class(loaded(architecture, replace(TRANSFORMERS_SPEC, force_hf=True)), source="r")
 
 
 def test_an_fsdp2_unit_that_would_train_two_dtypes_is_refused_as_fsdp2_refuses_it() -> None:
