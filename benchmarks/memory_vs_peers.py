@@ -40,7 +40,7 @@ from tests.nemo.test_memory_exact import Case, Run, run_all, tiny_config  # noqa
 def accelerate_estimate(case: Case) -> int | None:
     """What ``accelerate estimate-memory`` prints under "Training using Adam" for the case's model; ``None``
     where transformers has no class for its config (MuseGlimmer: the framework's own), which accelerate,
-    building transformers' classes, cannot estimate."""
+    building transformers' classes, cannot estimate, and for an optimizer other than AdamW (the estimate is Adam's)."""
     import torch
     from accelerate import init_empty_weights
     from accelerate.commands.estimate import estimate_training_usage
@@ -50,6 +50,8 @@ def accelerate_estimate(case: Case) -> int | None:
         VoxtralForConditionalGeneration,
     )
 
+    if case.optimizer["_target_"] != "torch.optim.AdamW":
+        return None
     config = tiny_config(case.family, tied=case.tied)
     # no image-text Auto class builds these (the language model alone, and the audio classes)
     classes = {"qwen2_audio": Qwen2AudioForConditionalGeneration, "voxtral": VoxtralForConditionalGeneration,

@@ -11,8 +11,8 @@ torch 2.14, ``torch/distributed/fsdp/_fully_shard``; written out in ``docs/memor
   ``.grad`` is a view of it. So each unit with trainable parameters holds one gradient storage of
   ``sum(padded shard) x itemsize``, the same on every rank. Frozen parameters have none.
 - **Optimizer.** Per trainable parameter, ``moments`` tensors of its *local* (unpadded) shard in its
-  dtype, plus a 4-byte ``step`` (:mod:`mmfreeze.memory.optimizer`): the only figure that differs
-  between ranks, when a parameter's rows do not divide by the world size.
+  dtype, plus its 0-dim float32 scalars such as ``step`` (:mod:`mmfreeze.memory.optimizer`): the only
+  figure that differs between ranks, when a parameter's rows do not divide by the world size.
 
 It assumes every trainable parameter gets a gradient in every step (the loss reaches it: see
 `mmfreeze explain`'s reachability). Activations, buffers, the optimizer's Python objects and the
@@ -121,7 +121,7 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         RankMemory(rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
                    gradients=gradients, optimizer=sum(
                        state.moments * local_shard_numel(infos[name].shape, world, rank) * size(name)
-                       + state.step_bytes for name in trainable))
+                       + state.scalar_bytes for name in trainable))
         for rank in range(world))
     return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, infos),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),

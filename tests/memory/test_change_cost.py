@@ -48,10 +48,10 @@ def test_without_a_world_size_the_cost_says_so() -> None:
 
 
 def test_an_optimizer_it_cannot_size_is_named_by_its_key_never_guessed(tmp_path: Path) -> None:
-    recipe, after, tower = frozen_tower(tmp_path, optimizer="torch.optim.SGD")
+    recipe, after, tower = frozen_tower(tmp_path, optimizer="torch.optim.LBFGS")
     cost = change_cost(recipe, after, after.frozen - tower, {GROUP: tower}, world_size=2)
     assert cost.total is None and cost.groups == ()
-    assert cost.unsized.startswith("optimizer._target_: cannot size the state of 'torch.optim.SGD'")
+    assert cost.unsized.startswith("optimizer._target_: cannot size the state of 'torch.optim.LBFGS'")
 
 
 def test_a_distillation_recipe_s_change_costs_what_it_costs_without_its_teacher(tmp_path: Path) -> None:

@@ -69,6 +69,34 @@ def test_amsgrad_adds_a_third_moment() -> None:
     assert optimizer_state({"optimizer": {"_target_": "torch.optim.Adam", "amsgrad": True}}, source="r").moments == 3
 
 
+@pytest.mark.parametrize(("section", "moments", "scalar_bytes"), [
+    ({"_target_": "torch.optim.AdamW"}, 2, 4),
+    ({"_target_": "nemo_automodel.components.optim.optimizer.AdamWConfig"}, 2, 4),
+    ({"_target_": "torch.optim.SGD"}, 0, 0),
+    ({"_target_": "torch.optim.SGD", "momentum": 0.9}, 1, 0),
+    ({"_target_": "torch.optim.sgd.SGD", "momentum": 0.0}, 0, 0),
+    ({"_target_": "torch.optim.RMSprop"}, 1, 4),
+    ({"_target_": "torch.optim.RMSprop", "momentum": 0.9, "centered": True}, 3, 4),
+    ({"_target_": "torch.optim.NAdam"}, 2, 8),
+    ({"_target_": "torch.optim.Adagrad"}, 1, 4),
+])
+def test_each_torch_optimizer_keeps_its_own_tensors_and_scalars(section, moments, scalar_bytes) -> None:
+    """torch 2.14's state per parameter (each measured on a stock run: tests/nemo/test_memory_exact.py)."""
+    state = optimizer_state({"optimizer": section}, source="r")
+    assert (state.moments, state.scalar_bytes) == (moments, scalar_bytes)
+
+
+@pytest.mark.parametrize(("section", "key"), [
+    ({"_target_": "torch.optim.SGD", "momentum": "high"}, "optimizer.momentum"),
+    ({"_target_": "torch.optim.RMSprop", "momentum": -1}, "optimizer.momentum"),
+    ({"_target_": "torch.optim.RMSprop", "centered": "yes"}, "optimizer.centered"),
+    ({"_target_": "torch.optim.LBFGS"}, "optimizer._target_"),
+])
+def test_an_optimizer_option_that_cannot_be_read_names_its_key(section, key) -> None:
+    with pytest.raises(UnsizableOptimizerError, match=rf"{key}: "):
+        optimizer_state({"optimizer": section}, source="r")
+
+
 def test_zero_ranks_is_refused() -> None:
     with pytest.raises(UndividableLayoutError, match="world_size"):
         estimate(0)

@@ -95,6 +95,9 @@ class Case:
     """Knowledge distillation (``KnowledgeDistillationRecipeForVLM``): the family's tied-embedding config is
     the teacher, frozen whole, on the same ranks; both are loaded ``from_pretrained`` (the case says so) beside a
     tokenizer."""
+    optimizer: dict[str, Any] = field(default_factory=lambda: {"_target_": "torch.optim.AdamW", "lr": 1.0e-3,
+                                                                "weight_decay": 0.0})
+    """The recipe's `optimizer:` section: AdamW unless the case sizes another torch optimizer's state."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -121,6 +124,11 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, pretrained=True, teacher=True),
     Case("llama_llm_finetune", "llama", 2, "bfloat16",  # TrainFinetuneRecipeForNextTokenPrediction, the LLM recipe
          freeze_config={"freeze_modules": [{"path": "model.embed_tokens"}]}),
+    *(Case(f"llava_{name}", "llava", 2, "float32", freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]},
+           optimizer={"_target_": f"torch.optim.{optimizer}", "lr": 1.0e-3, **options})
+      for name, optimizer, options in (  # each torch optimizer's own state (mmfreeze.memory.optimizer)
+          ("sgd_momentum", "SGD", {"momentum": 0.9}), ("rmsprop_centered", "RMSprop", {"momentum": 0.9, "centered": True}),
+          ("nadam", "NAdam", {}), ("adagrad", "Adagrad", {}))),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
 )
@@ -300,7 +308,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
         "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": 1, "cp_size": 1, "pp_size": 1,
                         "multimodal": {"frozen_sharding": case.frozen_sharding}},
         "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
-        "optimizer": {"_target_": "torch.optim.AdamW", "lr": 1.0e-3, "weight_decay": 0.0},
+        "optimizer": case.optimizer,
         "checkpoint": {"enabled": False, "checkpoint_dir": str(repository / "checkpoints" / case.name)},
         "dataset": {"_target_": "memory_data.synthetic_dataset", "spec": spec, "size": STEPS * 2 * case.world},
         "processor": {"_target_": "memory_data.no_processor"},
@@ -419,7 +427,8 @@ def test_the_predicted_bytes_per_rank_equal_the_storages_stock_fsdp2_runs_alloca
         assert run.predicted is not None, f"{name}: explain failed:\n{run.explain_output}"
         for rank, record in run.ranks.items():
             assert record["measured_at_step"] == 2 and record["steps"] == STEPS, (name, rank)
-            assert record["optimizers"] == ["torch.optim.adamw.AdamW"], (name, rank)
+            built = run.case.optimizer["_target_"].rpartition(".")[2]
+            assert record["optimizers"] == [f"torch.optim.{built.lower()}.{built}"], (name, rank)
             assert record["shared"] == [], (name, rank, record["shared"])  # the three kinds are disjoint
     table = {run.case.name: {"measured": measured(run), "predicted": run.predicted["ranks"]} for run in runs}
     mismatched = {name: figures for name, figures in table.items() if figures["measured"] != figures["predicted"]}
@@ -465,7 +474,8 @@ def check_teachers(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Eight families (one a language model alone, trained by the LLM recipe), full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
+    """Eight families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
+    sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in a bf16 run, and a
     distillation teacher."""
@@ -480,6 +490,8 @@ def check_coverage(runs: list[Run]) -> None:
     assert any(run.case.world == 4 for run in runs)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     assert any(run.case.teacher for run in runs)
+    from mmfreeze.memory.optimizer import TORCH_OPTIMIZERS  # Adam: AdamW's own state code (adam.py), measured as AdamW
+    assert {run.case.optimizer["_target_"].rpartition(".")[2] for run in runs} == set(TORCH_OPTIMIZERS) - {"Adam"}
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]
     assert {p["kind"] for name, p in replicated.items() if name.startswith("model.audio_tower.")} == {"Parameter"}
     assert any(len({r["optimizer"] for r in measured(run)}) > 1 for run in runs), "no case with uneven shards"
