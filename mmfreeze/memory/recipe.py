@@ -138,14 +138,14 @@ def stored_dtypes(
     target: str, source: str,
 ) -> dict[str, str]:
     """Each parameter's dtype as the framework leaves it: the recipe's (``base``); an adapter's
-    (``adapter``); loaded ``from_pretrained`` in bfloat16, a model's ``_keep_in_fp32_modules_strict``
-    in fp32 (transformers keeps them so; ``from_config`` builds every tensor in the recipe's dtype);
-    replicated, the compute dtype (``cast_frozen_modules_to_compute_dtype``), but under either of the
-    model's fp32 patterns its loaded one. A pattern holds a parameter where it is part of its name, as
-    the framework matches them. Refused where that is not known here: a float16 recipe with fp32
-    patterns (transformers keeps both kinds in fp32 there; not measured), another loader than
-    ``from_pretrained`` or ``from_config`` with one, the framework's own fp32 holders
-    (:data:`FRAMEWORK_FP32_HOLDER`)."""
+    (``adapter``); loaded ``from_pretrained`` in bfloat16 or float16, a model's
+    ``_keep_in_fp32_modules_strict`` in fp32 (transformers keeps them so; ``from_config`` builds every
+    tensor in the recipe's dtype); replicated, the compute dtype (``cast_frozen_modules_to_compute_dtype``),
+    but under either of the model's fp32 patterns its loaded one. A pattern holds a parameter where it is
+    part of its name, as the framework matches them. Refused where that is not known here: a float16
+    recipe with ``_keep_in_fp32_modules`` patterns (transformers keeps those in fp32 in float16 alone; not
+    measured), another loader than ``from_pretrained`` or ``from_config`` with either kind, the
+    framework's own fp32 holders (:data:`FRAMEWORK_FP32_HOLDER`)."""
     strict, loose = structure.keep_in_fp32_strict, structure.keep_in_fp32
 
     def held(name: str, patterns: Collection[str]) -> bool:
@@ -153,7 +153,8 @@ def stored_dtypes(
 
     kept = [info.name for info in structure.parameters if held(info.name, (FRAMEWORK_FP32_HOLDER, *strict, *loose))]
     pretrained = target.endswith(".from_pretrained")
-    if kept and (any(held(name, (FRAMEWORK_FP32_HOLDER,)) for name in kept) or base == "float16"
+    if kept and (any(held(name, (FRAMEWORK_FP32_HOLDER,)) for name in kept)
+                 or (base == "float16" and any(held(name, loose) for name in kept))
                  or not (pretrained or target.endswith(".from_config"))):
         raise UnknownDtypeError(
             f"{structure.class_name} keeps {kept[0]} (and {len(kept) - 1} more) in fp32 by name, and how it is "
@@ -161,7 +162,7 @@ def stored_dtypes(
             source=source, key="model.torch_dtype")
 
     def loaded(name: str) -> str:
-        return "float32" if pretrained and base == "bfloat16" and held(name, strict) else base
+        return "float32" if pretrained and base in ("bfloat16", "float16") and held(name, strict) else base
 
     def stored(name: str) -> str:
         if name in adapters:

@@ -185,3 +185,19 @@ def test_an_fsdp2_unit_that_would_train_two_dtypes_is_refused_as_fsdp2_refuses_i
         check_uniform_trainable_dtypes(layout, mixed, FROZEN, source="r.yaml")
     assert caught.value.key == "model.torch_dtype"
     assert "FSDP2 unit (root) would train head.weight in bfloat16 and head.bias in float32" in str(caught.value)
+
+
+def test_a_float16_recipe_of_a_model_with_patterns_kept_in_fp32_for_float16_alone_is_refused_naming_the_dtype() -> None:
+    """``_keep_in_fp32_modules`` (not ``_strict``): transformers keeps those in fp32 in a float16 load only, which no
+    run measured, so a float16 recipe is refused; in bfloat16 they load in the recipe's dtype."""
+    from dataclasses import replace
+
+    from mmfreeze.memory.recipe import stored_dtypes
+
+    loose = replace(STRUCTURE, keep_in_fp32=("vision_tower",))
+    kwargs = {"adapters": (), "replicated": (), "target": "nemo_automodel.X.from_pretrained", "source": "r"}
+    with pytest.raises(UnknownDtypeError, match=r"model\.torch_dtype: M keeps vision_tower\.w .* in fp32 by name"):
+        stored_dtypes(loose, base="float16", adapter="float16", **kwargs)
+    assert stored_dtypes(loose, base="bfloat16", adapter="bfloat16", **kwargs)["vision_tower.w"] == "bfloat16"
+    strict = replace(STRUCTURE, keep_in_fp32_strict=("vision_tower",))
+    assert stored_dtypes(strict, base="float16", adapter="float16", **kwargs)["vision_tower.w"] == "float32"

@@ -21,7 +21,7 @@ language vocabulary is odd (:data:`VOCAB`), so the embedding and output rows do 
 world size and ranks hold different optimizer shards. The cases cover full fine-tuning with a frozen
 tower, LoRA (fp32 adapters on a bf16 base), ``frozen_sharding: replicate`` and ``per_layer``, tied embeddings, fp32 and bf16, on 2 ranks
 and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor the model keeps in fp32 in a
-bf16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
+bf16 and in an fp16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
 (``KnowledgeDistillationRecipeForVLM``): a frozen teacher on the same ranks, which keeps the units it
 wraps without resharding after forward all-gathered, beside their shards.
 The two launches start together, beside the predictions.
@@ -118,6 +118,11 @@ CASES = (
     Case("voxtral_kept_fp32_pretrained", "voxtral", 2, "bfloat16",  # embed_positions loads in fp32; text batches
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True),
     Case("voxtral_kept_fp32_replicate", "voxtral", 2, "bfloat16",  # ... and stays so, replicated
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True,
+         frozen_sharding="replicate"),
+    Case("voxtral_kept_fp32_float16", "voxtral", 2, "float16",  # float16: the strict pattern is kept in fp32 too
+         freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True),
+    Case("voxtral_float16_replicate", "voxtral", 2, "float16",  # the replicated tower: compute dtype but the pattern
          freeze_config={"freeze_modules": [{"path": f"model.{part}"} for part in VOXTRAL_AUDIO]}, pretrained=True,
          frozen_sharding="replicate"),
     Case("llava_distillation", "llava", 2, "bfloat16",  # KnowledgeDistillationRecipeForVLM, a tied teacher
@@ -477,7 +482,7 @@ def check_coverage(runs: list[Run]) -> None:
     """Eight families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
-    framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in a bf16 run, and a
+    framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, and a
     distillation teacher."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
@@ -495,7 +500,9 @@ def check_coverage(runs: list[Run]) -> None:
     replicated = by_name["qwen2_audio_replicate"].ranks[0]["params"]
     assert {p["kind"] for name, p in replicated.items() if name.startswith("model.audio_tower.")} == {"Parameter"}
     assert any(len({r["optimizer"] for r in measured(run)}) > 1 for run in runs), "no case with uneven shards"
-    for name in ("voxtral_kept_fp32_pretrained", "voxtral_kept_fp32_replicate"):  # fp32 beside bf16, as loaded
-        params = by_name[name].ranks[0]["params"]
-        assert {p["dtype"] for n, p in params.items() if "embed_positions" in n} == {"torch.float32"}, name
-        assert params["model.language_model.embed_tokens.weight"]["dtype"] == "torch.bfloat16", name
+    voxtral = [run for run in runs if run.case.family == "voxtral"]
+    assert {run.case.dtype for run in voxtral} == {"bfloat16", "float16"}
+    for run in voxtral:  # fp32 beside bf16 or fp16, as loaded
+        params = run.ranks[0]["params"]
+        assert {p["dtype"] for n, p in params.items() if "embed_positions" in n} == {"torch.float32"}, run.case.name
+        assert params["model.language_model.embed_tokens.weight"]["dtype"] == f"torch.{run.case.dtype}", run.case.name
