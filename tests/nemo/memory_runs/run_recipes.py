@@ -7,7 +7,7 @@ it runs the recipe in-process (``InteractiveLauncher``), and the framework's
 size pays the ranks' startup (about 7 s of imports each) once instead of once per recipe.
 
 Before each recipe the memory probe is reset and ``MEMORY_RUN_OUT`` names that recipe's folder;
-after it, ``done.json`` there says whether this rank finished it (``error`` holds the traceback).
+after it, ``done<R>.json`` there says whether rank R finished it (``error`` holds the traceback).
 A recipe that fails does not stop the next one. Nothing here imports mmfreeze.
 """
 
