@@ -1,5 +1,5 @@
-"""CI runs the benchmark scripts: corpus_check.py in its smoke mode, resolver_coverage.py in full (it has
-no quick mode); they must work, nothing timed is judged here, only the coverage floor."""
+"""CI runs the benchmark scripts in their smoke modes: they must work; nothing timed is judged here. The
+coverage floor is judged over every table entry by tests/resolver/test_table_coverage.py."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_corpus_check_benchmark_runs_every_measurement_in_smoke_mode() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_resolver_coverage_report_verifies_at_least_100_multimodal_classes() -> None:
-    output = run_script("benchmarks/resolver_coverage.py")
-    verified = int(output.split("verified ", 1)[1].split(" ", 1)[0])
-    assert verified >= 100, output
+def test_resolver_coverage_benchmark_reports_the_classes_it_checks_in_smoke_mode() -> None:
+    output = run_script("benchmarks/resolver_coverage.py", "--smoke")
+    assert "verified " in output and " multimodal candidate classes" in output, output
+    assert "framework classes: not checked here" in output or "framework (" in output, output
