@@ -168,7 +168,9 @@ def _post_step(optimizer, args, kwargs) -> None:
 
 
 def install() -> None:
-    if STATE.get("installed"):
+    # A process a worker starts (an inductor compile worker under tensor parallelism, say) inherits its
+    # environment, and would otherwise write a fresh record over the worker's own.
+    if STATE.get("installed") or os.environ.setdefault("MEMORY_PROBE_PID", str(os.getpid())) != str(os.getpid()):
         return
     STATE["installed"] = True
     from stock_launch_probe import _stub_cuda
