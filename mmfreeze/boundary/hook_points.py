@@ -53,6 +53,11 @@ COERCE_OVERRIDES = HookPoint(
              (OPTIMIZER, "OptimizerFromFactoryConfig.build", "_coerce_param_group_overrides")))
 DION_CONFIG_BASE = "_DionConfigBase"
 """The Dion optimizers' config base: they group parameters themselves and ignore rate overrides."""
+TP_PLAN_FUNCTION = "_get_parallel_plan"
+"""In :data:`~mmfreeze.boundary.names.PARALLELIZER`: the framework's choice of a model's tensor-parallel plan, read
+(never replaced) by the memory model."""
+TP_MESH_CHECK = "validate_tp_mesh"
+"""Beside it: the framework's check that a model's attention heads divide the TP size (it reads the mesh's size)."""
 OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", DION_CONFIG_BASE, "OptimizerFromFactoryConfig")
 """Every optimizer config class of 0.7.0 that defines its own ``build`` (the typed configs, the
 Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""

@@ -13,6 +13,11 @@ torch 2.14, ``torch/distributed/fsdp/_fully_shard``; written out in ``docs/memor
 - **Optimizer.** Per trainable parameter, ``moments`` tensors of its *local* (unpadded) shard in its
   dtype, plus its 0-dim float32 scalars such as ``step`` (:mod:`mmfreeze.memory.optimizer`): the only
   figure that differs between ranks, when a parameter's rows do not divide by the world size.
+- **Tensor parallelism** (``tp_size`` above 1): the mesh is ``dp x tp``, ``tp`` innermost, so rank ``r`` is
+  tensor-parallel rank ``r % tp`` and data-parallel rank ``r // tp``. Each parameter the framework's plan
+  splits is first cut to that tensor-parallel rank's slice (:func:`~mmfreeze.memory.shards.tensor_parallel_slice`),
+  and everything above applies to the slice over the ``world / tp`` data-parallel ranks. An uneven split
+  (a vocabulary of 131 rows over 2 ranks) makes every figure differ between ranks.
 
 It assumes every trainable parameter gets a gradient in every step (the loss reaches it: see
 `mmfreeze explain`'s reachability). Activations, buffers, the optimizer's Python objects and the
@@ -22,14 +27,14 @@ allocator's rounding are out of scope.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
 from mmfreeze.memory.dtypes import ELEMENT_BYTES
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError
 from mmfreeze.memory.layout import FsdpLayout
 from mmfreeze.memory.optimizer import OptimizerState
-from mmfreeze.memory.shards import local_shard_numel, padded_shard_numel
+from mmfreeze.memory.shards import local_shard_numel, padded_shard_numel, tensor_parallel_slice
 from mmfreeze.models.structure import ModelStructure
 
 ALL_GATHER_DTYPE = "bfloat16"
@@ -49,6 +54,10 @@ class MemoryInputs:
     layout: FsdpLayout
     optimizer: OptimizerState
     world_size: int
+    tp_size: int = 1
+    tp_dims: Mapping[str, int] = field(default_factory=dict)
+    """Canonical parameter name -> the dim the framework's tensor-parallel plan splits it on; a parameter
+    absent is whole on every tensor-parallel rank."""
     teacher: MemoryInputs | None = None
     """A distillation recipe's teacher, frozen whole on the same ranks: its parameters count on each rank."""
     forward_only: bool = False
@@ -94,9 +103,10 @@ class MemoryEstimate:
 
 def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     """Per-rank bytes of ``inputs``' recipe at ``inputs.world_size`` ranks."""
-    world = inputs.world_size
+    world, tp = inputs.world_size, inputs.tp_size
     if world < 1:
         raise UndividableLayoutError(f"must be a positive number of ranks, got {world}", key="world_size")
+    dp = world // tp
     infos = {info.name: info for info in inputs.structure.parameters}
     scalars = [name for name, info in infos.items() if not info.shape]
     if scalars:
@@ -108,37 +118,43 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     def size(name: str) -> int:
         return ELEMENT_BYTES[inputs.dtypes[name]]
 
-    parameters = sum(prod(infos[name].shape) * size(name) if name in replicated
-                     else padded_shard_numel(infos[name].shape, world) * size(name) for name in infos)
-    if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
-        parameters += sum(_gathered_numel(unit.parameters, infos, world) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
-                          for unit in inputs.layout.units if unit.gathered)
-    gradients = sum(padded_shard_numel(infos[name].shape, world) * size(name)
-                    for name in trainable if name not in replicated)
+    # Each parameter as each tensor-parallel rank holds it, before FSDP2 shards it.
+    held = [{name: tensor_parallel_slice(info.shape, inputs.tp_dims.get(name), tp, tp_rank)
+             for name, info in infos.items()} for tp_rank in range(tp)]
+
+    def figures(rank: int) -> RankMemory:
+        shapes, dp_rank = held[rank % tp], rank // tp
+        parameters = sum(prod(shapes[name]) * size(name) if name in replicated
+                         else padded_shard_numel(shapes[name], dp) * size(name) for name in infos)
+        if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
+            parameters += sum(_gathered_numel(unit.parameters, shapes, dp) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
+                              for unit in inputs.layout.units if unit.gathered)
+        return RankMemory(
+            rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
+            gradients=sum(padded_shard_numel(shapes[name], dp) * size(name)
+                          for name in trainable if name not in replicated),
+            optimizer=sum(state.moments * local_shard_numel(shapes[name], dp, dp_rank) * size(name)
+                          + state.scalar_bytes for name in trainable))
+
     state = inputs.optimizer
     teacher = None if inputs.teacher is None else estimate_memory(inputs.teacher)
-    ranks = tuple(
-        RankMemory(rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
-                   gradients=gradients, optimizer=sum(
-                       state.moments * local_shard_numel(infos[name].shape, world, rank) * size(name)
-                       + state.scalar_bytes for name in trainable))
-        for rank in range(world))
-    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, infos),
+    ranks = tuple(figures(rank) for rank in range(world))
+    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, held[0], dp),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),
                           gradient_buffers=sum(any(name not in inputs.frozen for name in unit.parameters)
                                                for unit in inputs.layout.units),
                           optimizer=state.name, teacher=teacher)
 
 
-def _gathered_numel(names: Iterable[str], infos: Mapping, world: int) -> int:
-    """A unit's all-gather output, in elements: its parameters' padded shards from every rank."""
-    return sum(padded_shard_numel(infos[name].shape, world) * world for name in names)
+def _gathered_numel(names: Iterable[str], shapes: Mapping[str, tuple[int, ...]], dp: int) -> int:
+    """A unit's all-gather output, in elements: its parameters' padded shards from every data-parallel rank."""
+    return sum(padded_shard_numel(shapes[name], dp) * dp for name in names)
 
 
-def _peak(inputs: MemoryInputs, infos: Mapping) -> AllGatherPeak | None:
-    """The largest unit's all-gather output: its padded parameters, whole, in the compute dtype."""
-    world = inputs.world_size
-    sizes = [(_gathered_numel(unit.parameters, infos, world), unit.path)
+def _peak(inputs: MemoryInputs, shapes: Mapping[str, tuple[int, ...]], dp: int) -> AllGatherPeak | None:
+    """The largest unit's all-gather output: its padded parameters, whole over the data-parallel ranks (the
+    first tensor-parallel rank's slices, the largest), in the compute dtype."""
+    sizes = [(_gathered_numel(unit.parameters, shapes, dp), unit.path)
              for unit in inputs.layout.units if unit.parameters]
     if not sizes:
         return None

@@ -11,12 +11,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from mmfreeze.boundary.names import PACKAGE_PREFIX
 from mmfreeze.memory.dtypes import parse_dtype
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
 from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
 from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
 from mmfreeze.models.framework import framework_class_for
+from mmfreeze.models.tensor_parallel import plan_dims
 from mmfreeze.recipes.recipe import TEACHER, teacher_key
 
 if TYPE_CHECKING:
@@ -36,8 +38,15 @@ ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place; th
 FRAMEWORK_FP32_HOLDER = "_fp32_params"
 """Where the framework's own classes (Qwen3.5, Qwen3-Next, ...) hold parameters they keep in fp32
 whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
-UNMODELLED_SIZES = ("tp_size", "cp_size", "pp_size", "ep_size", "dp_replicate_size")
-"""Distributed sizes above 1 change the layout in ways this model does not cover (TP/CP/PP/EP, HSDP)."""
+UNMODELLED_SIZES = ("cp_size", "pp_size", "ep_size", "dp_replicate_size")
+"""Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP/EP, HSDP)."""
+TP_UNMEASURED = {
+    "peft": "LoRA under tensor parallelism (the framework's LoRA variants of the plan's styles): no run measured",
+    "distributed.tp_plan": "a tensor-parallel plan of the recipe's own: the memory model reads the framework's choice",
+    "distributed.multimodal.frozen_sharding": "frozen towers replicated beside tensor parallelism: no run measured",
+    TEACHER: "a distillation teacher under tensor parallelism: no run measured",
+}
+"""What mmfreeze refuses beside ``tp_size`` above 1, by the key that asks for it."""
 FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
@@ -73,23 +82,25 @@ def recipe_memory(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
     if loaded is not None:
         check_framework_class(loaded, source=recipe.display_path)
     return estimate_memory(memory_inputs(recipe, frozen, world_size=world_size, frozen_names=frozen_names,
-                                         teacher=teacher, delta_only=delta_only))
+                                         loaded=loaded, teacher=teacher, delta_only=delta_only))
 
 
 def memory_inputs(recipe: Recipe, frozen: FrozenSetResult, *, world_size: int,
-                  frozen_names: frozenset[str] | None = None, teacher: Teacher | None = None,
-                  delta_only: bool = False) -> MemoryInputs:
+                  frozen_names: frozenset[str] | None = None, loaded: LoadedStructure | None = None,
+                  teacher: Teacher | None = None, delta_only: bool = False) -> MemoryInputs:
     optimizer = optimizer_state(recipe.framework_document, source=recipe.display_path)
     names = frozen.frozen if frozen_names is None else frozen_names
-    inputs = _model_inputs(recipe, frozen, world_size=world_size, frozen=names, optimizer=optimizer)
+    inputs = _model_inputs(recipe, frozen, world_size=world_size, frozen=names, optimizer=optimizer, loaded=loaded)
     check_uniform_trainable_dtypes(inputs.layout, inputs.dtypes, names, source=recipe.display_path)
     return replace(inputs, teacher=None if delta_only else _teacher_inputs(recipe, teacher, world_size=world_size,
                                                                            optimizer=optimizer))
 
 
 def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, frozen: frozenset[str],
-                  optimizer: OptimizerState) -> MemoryInputs:
-    """One model's inputs: its FSDP2 layout with ``frozen`` frozen when the framework shards it, and dtypes."""
+                  optimizer: OptimizerState, loaded: LoadedStructure | None = None) -> MemoryInputs:
+    """One model's inputs: its FSDP2 layout with ``frozen`` frozen when the framework shards it, its
+    tensor-parallel split where ``tp_size`` is above 1 (read from ``loaded``, the model this run built), and
+    dtypes."""
     document = recipe.framework_document
     source = recipe.display_path
     distributed = _distributed(document, source)
@@ -102,8 +113,41 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     layout = plan_fsdp_layout(structure, frozen, frozen_sharding(distributed, source))
     dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=built.adapters or frozenset(),
                            replicated=layout.replicated, target=recipe.model.target, source=source)
+    tp = tp_size(distributed)
     return MemoryInputs(structure=structure, frozen=frozen, dtypes=dtypes, layout=layout, optimizer=optimizer,
-                        world_size=world_size)
+                        world_size=world_size, tp_size=tp,
+                        tp_dims=_tp_dims(document, distributed, loaded, tp=tp, source=source) if tp > 1 else {})
+
+
+def tp_size(distributed: Mapping[str, Any]) -> int:
+    """`distributed.tp_size`, 1 where it is not a positive integer (``null``: the framework's default)."""
+    return distributed["tp_size"] if _positive(distributed.get("tp_size")) else 1
+
+
+def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded: LoadedStructure | None, *,
+             tp: int, source: str) -> Mapping[str, int]:
+    """Where ``tp_size`` is above 1: the dim the framework's plan splits each parameter on, for the
+    transformers class the framework's builder built (another release's class would get another plan: 5.25's
+    VLMs fall back to the framework's default plan, whose paths match almost nothing; a framework class under
+    tensor parallelism, and the inputs of :data:`TP_UNMEASURED`, are refused: no run measured them)."""
+    asked = {"peft": document.get("peft") is not None, "distributed.tp_plan": distributed.get("tp_plan") is not None,
+             "distributed.multimodal.frozen_sharding": frozen_sharding(distributed, source) == "replicate",
+             TEACHER: TEACHER in document}
+    for key, why in TP_UNMEASURED.items():
+        if asked[key]:
+            raise UndividableLayoutError(f"{why}: not sized", source=source, key=key)
+    if loaded is None:
+        raise MemoryModelError("the framework's tensor-parallel plan is read from the model this run built, and "
+                               "none was given: not sized", source=source, key="distributed.tp_size")
+    if loaded.request.build.kind != "framework":
+        raise UndividableLayoutError("is sized where the framework's builder builds (nemo-automodel installed with the "
+                                     "transformers release it pins): the framework picks a class's tensor-parallel plan "
+                                     "from that release's class, and this environment builds another release's",
+                                     source=source, key="distributed.tp_size")
+    if loaded.structure.class_module.startswith(PACKAGE_PREFIX):
+        raise UndividableLayoutError(f"the framework's own {loaded.structure.class_name} under tensor parallelism: no "
+                                     "run measured, not sized", source=source, key="distributed.tp_size")
+    return plan_dims(loaded, sequence_parallel=bool(distributed.get("sequence_parallel")), tp_size=tp, source=source)
 
 
 def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
@@ -304,11 +348,16 @@ def check_world_size(distributed: Mapping[str, Any], world_size: int, *, source:
     for key in UNMODELLED_SIZES:
         value = distributed.get(key)
         if _positive(value) and value > 1:
-            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 alone (every other size 1)",
-                                         source=source, key=f"distributed.{key}")
+            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 and tensor parallelism alone "
+                                         "(every other size 1)", source=source, key=f"distributed.{key}")
+    tp = tp_size(distributed)
+    if world_size % tp:
+        raise UndividableLayoutError(f"is {world_size}, which distributed.tp_size ({tp}) does not divide",
+                                     source=source, key="world_size")
     dp = distributed.get("dp_size")
-    if _positive(dp) and dp != world_size:
-        raise UndividableLayoutError(f"is {dp}, but the world size is {world_size}: the data-parallel group "
+    if _positive(dp) and dp * tp != world_size:
+        over = f" over tp_size {tp}" if tp > 1 else ""
+        raise UndividableLayoutError(f"is {dp}, but the world size is {world_size}{over}: the data-parallel group "
                                      "would not cover every rank", source=source, key="distributed.dp_size")
 
 

@@ -26,16 +26,20 @@ optimizer:
 distributed:
   strategy: fsdp2
   dp_size: {dp_size}
+  tp_size: {tp_size}
+  multimodal: {{frozen_sharding: {frozen_sharding}}}
 """
 
 
 def write(root: Path, *, dtype: str = "torch.bfloat16", optimizer: str = "torch.optim.AdamW",
-          dp_size: str = "null", settings: str = "") -> Path:
+          dp_size: str = "null", settings: str = "", tp_size: int = 1, frozen_sharding: str = "root",
+          extra: str = "") -> Path:
     (root / "pyproject.toml").write_text(f"[tool.mmfreeze]\n{settings}")
     (root / "ckpt").mkdir(exist_ok=True)
     (root / "ckpt" / "config.json").write_text(json.dumps(TINY_LLAVA))
     path = root / "recipe.yaml"
-    path.write_text(RECIPE.format(dtype=dtype, optimizer=optimizer, dp_size=dp_size))
+    path.write_text(RECIPE.format(dtype=dtype, optimizer=optimizer, dp_size=dp_size, tp_size=tp_size,
+                                  frozen_sharding=frozen_sharding) + extra)
     return path
 
 

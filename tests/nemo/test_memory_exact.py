@@ -23,7 +23,8 @@ tower, LoRA (fp32 adapters on a bf16 base), ``frozen_sharding: replicate`` and `
 and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor the model keeps in fp32 in a
 bf16 and in an fp16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
 (``KnowledgeDistillationRecipeForVLM``): a frozen teacher on the same ranks, which keeps the units it
-wraps without resharding after forward all-gathered, beside their shards.
+wraps without resharding after forward all-gathered, beside their shards; and tensor parallelism
+(``tp_size: 2``, the framework's own plans), on 2 ranks and on 4 (2 data-parallel x 2 tensor-parallel).
 The two launches start together, beside the predictions.
 """
 
@@ -54,7 +55,7 @@ DEADLINE_S = 300.0
 VOCAB = 131
 """Odd: 131 rows split 66/65 over 2 ranks and 33/33/33/32 over 4."""
 TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-        "num_key_value_heads": 1, "head_dim": 16, "vocab_size": VOCAB, "max_position_embeddings": 256,
+        "num_key_value_heads": 2, "head_dim": 16, "vocab_size": VOCAB, "max_position_embeddings": 256,
         "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
 MEDIA_TOKEN = 120  # below VOCAB; ids >= TEXT_VOCAB carry no loss
 TEXT_VOCAB = 110
@@ -98,6 +99,9 @@ class Case:
     optimizer: dict[str, Any] = field(default_factory=lambda: {"_target_": "torch.optim.AdamW", "lr": 1.0e-3,
                                                                 "weight_decay": 0.0})
     """The recipe's `optimizer:` section: AdamW unless the case sizes another torch optimizer's state."""
+    tp: int = 1
+    """``distributed.tp_size``: the framework's tensor-parallel plan splits the language model over this many of
+    the ranks, and FSDP2 shards each slice over the rest."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -136,6 +140,14 @@ CASES = (
           ("nadam", "NAdam", {}), ("adagrad", "Adagrad", {}))),
     Case("llava_per_layer_tied_4_ranks", "llava", 4, "bfloat16",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, frozen_sharding="per_layer", tied=True),
+    # tensor parallelism: the framework's own plan for each class (Llama's optimised one, the others' own
+    # Hugging Face plans), the vocabulary split 66/65 between the two tensor-parallel ranks
+    Case("llama_tensor_parallel", "llama", 2, "bfloat16", freeze_config={"freeze_modules": [{"path": "model.embed_tokens"}]},
+         tp=2),
+    Case("llava_tensor_parallel", "llava", 2, "float32",
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, tp=2),
+    Case("qwen2_5_vl_tensor_parallel_4_ranks", "qwen2_5_vl", 4, "bfloat16",  # 2 data-parallel x 2 tensor-parallel
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, tp=2),
 )
 
 
@@ -310,7 +322,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
            if case.teacher else {}),
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
         **({"peft": case.peft} if case.peft is not None else {}),
-        "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": 1, "cp_size": 1, "pp_size": 1,
+        "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": case.tp, "cp_size": 1, "pp_size": 1,
                         "multimodal": {"frozen_sharding": case.frozen_sharding}},
         "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
         "optimizer": case.optimizer,
@@ -482,8 +494,8 @@ def check_coverage(runs: list[Run]) -> None:
     """Eight families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
-    framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, and a
-    distillation teacher."""
+    framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
+    distillation teacher, and tensor parallelism in three families, one case beside data parallelism."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama"}
@@ -493,6 +505,12 @@ def check_coverage(runs: list[Run]) -> None:
         model_module, _, class_name = module.rpartition(".")
         assert type(getattr(importlib.import_module(model_module), class_name).parallelizer).__name__ == parallelizer
     assert any(run.case.world == 4 for run in runs)
+    tensor_parallel = [run for run in runs if run.case.tp > 1]
+    assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl"}
+    assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
+    for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
+        [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
+        assert o_proj["local_shape"][1] * run.case.tp == o_proj["shape"][1], (run.case.name, o_proj)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     assert any(run.case.teacher for run in runs)
     from mmfreeze.memory.optimizer import TORCH_OPTIMIZERS  # Adam: AdamW's own state code (adam.py), measured as AdamW

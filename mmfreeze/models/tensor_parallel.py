@@ -1,0 +1,147 @@
+"""Which dim tensor parallelism splits each parameter on, read from the framework's own plan.
+
+nemo-automodel 0.7.0 picks a model's plan with ``_get_parallel_plan`` (``components/distributed/
+parallelizer.py``: a recipe's ``tp_shard_plan``, an optimised plan for the class, the model's own
+Hugging Face ``_tp_plan``, or a default), then applies it with torch's ``parallelize_module``. Both are
+followed here on the model built on the meta device, without a device mesh:
+
+- a plan key is matched as ``parallelize_module`` matches it, one dotted token at a time against each
+  module's ``named_children`` with ``fnmatch``; ``""`` is the model itself;
+- a style places the parameters of the module it matches as torch's own classes do
+  (``torch/distributed/tensor/parallel/style.py``): ``ColwiseParallel`` splits a Linear's weight and bias on
+  dim 0 and an Embedding's weight on dim 1; ``RowwiseParallel`` a Linear's weight on dim 1 (its bias stays
+  whole) and an Embedding's weight on dim 0; ``SequenceParallel`` keeps every parameter whole, and the
+  ``PrepareModule*`` styles hold none. A subclass counts as its base where it overrides none of the base's
+  partition methods (the framework's ``VocabParallelEmbedding``, ``RotaryEmbedParallel`` and
+  ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out); any other
+  style is refused, naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from typing import TYPE_CHECKING, Any
+
+from mmfreeze.boundary.hook_points import TP_MESH_CHECK, TP_PLAN_FUNCTION
+from mmfreeze.boundary.names import PARALLELIZER, framework_attribute
+from mmfreeze.exceptions import MmfreezeError
+from mmfreeze.models.loader import LoadedStructure, build_requested_model
+
+if TYPE_CHECKING:  # torch is imported only where a plan is read: `explain` without tp_size never pays for it
+    from torch import nn
+
+    from mmfreeze.models.structure import ModelStructure
+
+PARTITION_METHODS = ("_apply", "_partition_linear_fn", "_partition_embedding_fn", "_replicate_module_fn")
+
+
+@dataclass(frozen=True)
+class _MeshOfSize:
+    """What :data:`TP_MESH_CHECK` reads of a tensor-parallel mesh: its size."""
+
+    tp_size: int
+
+    def size(self) -> int:
+        return self.tp_size
+
+
+class TensorParallelPlanError(MmfreezeError):
+    """The framework's tensor-parallel plan for a model cannot be read here, or places a parameter in a way
+    mmfreeze does not follow."""
+
+
+_PLANS: dict[tuple[str, bool, int], dict[str, int]] = {}
+"""Each model's split, read once per process: a diff's cost sizes one recipe several times."""
+
+
+def plan_dims(loaded: LoadedStructure, *, sequence_parallel: bool, tp_size: int, source: str) -> dict[str, int]:
+    """Canonical parameter name -> the dim the framework's plan splits it on, for the model ``loaded``
+    describes, built again on the meta device (the plan reads the live model); a parameter the plan leaves
+    whole is absent."""
+    key = (loaded.key, sequence_parallel, tp_size)
+    if key not in _PLANS:
+        model = build_requested_model(loaded.request, loaded.source)
+        _PLANS[key] = tensor_parallel_dims(model, loaded.structure, sequence_parallel=sequence_parallel,
+                                           tp_size=tp_size, source=source)
+    return _PLANS[key]
+
+
+def tensor_parallel_dims(
+    model: nn.Module, structure: ModelStructure, *, sequence_parallel: bool, tp_size: int, source: str,
+) -> dict[str, int]:
+    """Canonical parameter name -> the dim the framework's plan splits it on, for ``model`` (built on meta,
+    ``structure`` its structure); a parameter the plan leaves whole is absent."""
+    try:
+        choose = framework_attribute(PARALLELIZER, TP_PLAN_FUNCTION)
+    except (ImportError, AttributeError) as error:
+        raise TensorParallelPlanError(
+            f"is above 1, and the framework's tensor-parallel plan ({PARALLELIZER}.{TP_PLAN_FUNCTION}) cannot be "
+            f"read here ({type(error).__name__}: {error}); size it where nemo-automodel is installed with all its "
+            "dependencies", source=source, key="distributed.tp_size") from error
+    try:  # the framework's own check of the model's attention heads against the TP size, before its plan
+        framework_attribute(PARALLELIZER, TP_MESH_CHECK)(model, _MeshOfSize(tp_size))
+    except ValueError as error:
+        raise TensorParallelPlanError(f"is {tp_size}, which the framework refuses for {type(model).__name__}: {error}",
+                                      source=source, key="distributed.tp_size") from error
+    plan = choose(model, sequence_parallel=sequence_parallel, tp_size=tp_size)
+    canonical = {alias: info.name for info in structure.parameters for alias in info.names}
+    dims: dict[str, int | None] = {}
+    for key, style in plan.items():
+        for path, module in _matched(model, key):
+            for name, dim in _placements(style, module, key=key, source=source):
+                parameter = canonical[f"{path}.{name}" if path else name]
+                if dims.setdefault(parameter, dim) != dim:
+                    raise TensorParallelPlanError(
+                        f"the framework's plan splits {parameter} on dim {dims[parameter]} and on dim {dim} (its "
+                        f"entry {key!r}): not sized", source=source, key="distributed.tp_size")
+    return {name: dim for name, dim in dims.items() if dim is not None}
+
+
+def _matched(module: nn.Module, key: str, prefix: str = "") -> Iterator[tuple[str, nn.Module]]:
+    """The modules ``parallelize_module`` applies ``key``'s style to, with their paths."""
+    if key == "":
+        yield prefix, module
+        return
+    token, _, rest = key.partition(".")
+    for name, child in module.named_children():
+        if fnmatch(name, token):
+            path = f"{prefix}.{name}" if prefix else name
+            if rest:
+                yield from _matched(child, rest, path)
+            else:
+                yield path, child
+
+
+def _placements(style: Any, module: nn.Module, *, key: str, source: str) -> Iterator[tuple[str, int | None]]:
+    """Each parameter of ``module`` (recursively, as the styles iterate them) and the dim ``style`` splits
+    it on (``None``: whole)."""
+    from torch import nn
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel, PrepareModuleInput, PrepareModuleInputOutput, PrepareModuleOutput, RowwiseParallel,
+        SequenceParallel)
+
+    base = next((kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel, PrepareModuleInput,
+                                   PrepareModuleOutput, PrepareModuleInputOutput) if isinstance(style, kind)), None)
+    if base is None or any(getattr(type(style), method, None) is not getattr(base, method, None)
+                           for method in PARTITION_METHODS):
+        raise TensorParallelPlanError(
+            f"the framework's plan applies {type(style).__module__}.{type(style).__qualname__} to {key!r}, a style "
+            "whose placements mmfreeze does not follow: not sized", source=source, key="distributed.tp_size")
+    if base in (PrepareModuleInput, PrepareModuleOutput, PrepareModuleInputOutput):
+        return
+    parameters = list(module.named_parameters())
+    if base is SequenceParallel:
+        yield from ((name, None) for name, _ in parameters)
+        return
+    colwise = base is ColwiseParallel
+    if isinstance(module, nn.Linear):
+        yield from ((name, 0 if colwise else (1 if name == "weight" else None)) for name, _ in parameters)
+    elif isinstance(module, nn.Embedding):
+        yield from ((name, 1 if colwise else 0) for name, _ in parameters)
+    else:
+        raise TensorParallelPlanError(
+            f"the framework's plan applies {base.__name__} to {key!r}, which matches a {type(module).__name__}, "
+            "neither a Linear nor an Embedding: torch refuses it", source=source, key="distributed.tp_size")
+

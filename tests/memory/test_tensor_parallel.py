@@ -1,0 +1,151 @@
+"""Tensor parallelism in the memory model: the split of each parameter, against torch's own functions.
+
+- A DTensor ``Shard(dim)`` piece is ``torch.chunk``'s (the slice FSDP2 then shards).
+- ``tensor_parallel_dims`` reads the framework's own plan (``_get_parallel_plan``) and says which dim each
+  parameter is split on. The oracle applies that same plan with torch's ``parallelize_module`` on a real
+  one-process gloo mesh and reads the placements of the DTensors it made: the dims must be equal.
+  Per-rank bytes against real multi-rank runs are `tests/nemo/test_memory_exact.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from mmfreeze.memory.shards import tensor_parallel_slice
+from mmfreeze.models.framework import choose_builder
+from mmfreeze.models.loader import build_model
+from mmfreeze.models.structure import structure_of
+from mmfreeze.models.tensor_parallel import TensorParallelPlanError, tensor_parallel_dims
+from tests.memory.test_explain_world_size import explain, write
+
+pytestmark = pytest.mark.framework  # `.ci/framework_env` runs it too: there the framework's builder builds
+
+parallelizer = pytest.importorskip("nemo_automodel.components.distributed.parallelizer",
+                                   reason="the framework's tensor-parallel plan (the README's test command installs it)")
+
+TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 131}
+CONFIGS = {
+    "LlamaForCausalLM": {"model_type": "llama", **TEXT},
+    "LlavaForConditionalGeneration": {
+        "model_type": "llava", "text_config": {"model_type": "llama", **TEXT},
+        "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                          "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4}},
+    "Qwen2_5_VLForConditionalGeneration": {
+        "model_type": "qwen2_5_vl", "text_config": {**TEXT, "model_type": "qwen2_5_vl_text"},
+        "vision_config": {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                          "out_hidden_size": 32}},
+    "Mistral3ForConditionalGeneration": {
+        "model_type": "mistral3", "text_config": {"model_type": "mistral", **TEXT},
+        "vision_config": {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 64,
+                          "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 16}},
+}
+AUTO = {"LlamaForCausalLM": "AutoModelForCausalLM"}
+
+
+@pytest.mark.parametrize("length", [1, 5, 64, 131])
+@pytest.mark.parametrize("tp", [2, 3, 4, 8])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_tensor_parallel_slice_is_torch_chunk_s_piece(length: int, tp: int, dim: int) -> None:
+    shape = (length, 6) if dim == 0 else (6, length)
+    pieces = torch.chunk(torch.empty(shape), tp, dim=dim)
+    for rank in range(tp):
+        held = tuple(pieces[rank].shape) if rank < len(pieces) else ((0, 6) if dim == 0 else (6, 0))
+        assert tensor_parallel_slice(shape, dim, tp, rank) == held
+    assert tensor_parallel_slice(shape, None, tp, 0) == shape
+
+
+@pytest.fixture(scope="module")
+def one_rank_mesh():
+    """A real gloo process group of one rank, and its device mesh: ``parallelize_module`` makes real
+    DTensors on it, whose placements say how the plan splits each parameter."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    from tests.distributed.launch import free_port
+
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        yield init_device_mesh("cpu", (1,))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("class_name", sorted(CONFIGS))
+def test_the_split_of_each_parameter_is_where_torch_places_the_frameworks_plan(class_name: str, one_rank_mesh) -> None:
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    config = {**CONFIGS[class_name], "architectures": [class_name]}
+    auto = AUTO.get(class_name, "AutoModelForImageTextToText")
+    meta = build_model(config, auto, source="tp.yaml")
+    dims = tensor_parallel_dims(meta, structure_of(meta), sequence_parallel=False, tp_size=2, source="tp.yaml")
+
+    model = build_model(config, auto, source="tp.yaml").to_empty(device="cpu")
+    model.tie_weights()  # to_empty gives each name its own tensor
+    # as the framework's parallelizer does it: the plan, torch's parallelize_module, then the tie restored
+    parallelize_module(model, one_rank_mesh, parallelizer._get_parallel_plan(model, False, None, tp_size=2))
+    parallelizer.ensure_tied_lm_head(model)
+    placed = {name: next((p.dim for p in parameter.placements if isinstance(p, Shard)), None)
+              for name, parameter in model.named_parameters() if isinstance(parameter, DTensor)}
+    assert dims and dims == {name: dim for name, dim in placed.items() if dim is not None}, (dims, placed)
+
+
+def test_a_style_whose_placements_mmfreeze_does_not_follow_is_refused_naming_it() -> None:
+    """Gemma3's plan (the framework's optimised one) keeps its q/k norms local with the framework's own
+    ``ReplicatedWithGradAllReduce``, whose gradient reduction no run measured."""
+    config = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "mm_tokens_per_image": 4,
+              "text_config": {"model_type": "gemma3_text", **TEXT},
+              "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                                "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4}}
+    meta = build_model(config, "AutoModelForImageTextToText", source="tp.yaml")
+    with pytest.raises(TensorParallelPlanError, match="ReplicatedWithGradAllReduce") as raised:
+        tensor_parallel_dims(meta, structure_of(meta), sequence_parallel=False, tp_size=2, source="tp.yaml")
+    assert raised.value.key == "distributed.tp_size"
+
+
+FRAMEWORK_BUILDS = choose_builder("auto").kind == "framework"
+"""The framework's environment: its builder builds, and its plan reads the classes of the release it pins."""
+
+
+def test_explain_sizes_a_tensor_parallel_recipe_per_rank_where_the_framework_builds(tmp_path: Path) -> None:
+    """Where another transformers release is installed (the test environment), the plan the framework would
+    pick reads that release's classes, not the ones it trains: refused, naming the key."""
+    result = explain("--format", "json", "--world-size", "4", str(write(tmp_path, tp_size=2)))
+    if not FRAMEWORK_BUILDS:
+        assert result.exit_code == 3 and "distributed.tp_size" in result.output, result.output
+        assert "is sized where the framework's builder builds" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    ranks = json.loads(result.stdout)["memory"]["ranks"]
+    assert [rank["rank"] for rank in ranks] == [0, 1, 2, 3]
+    whole = json.loads(explain("--format", "json", "--world-size", "2", str(write(tmp_path))).stdout)["memory"]["ranks"]
+    # two data-parallel ranks either way; tensor parallelism halves what each holds of the split layers
+    assert ranks[0]["parameters"] < whole[0]["parameters"] and ranks[0]["gradients"] < whole[0]["gradients"]
+
+
+@pytest.mark.parametrize(("kwargs", "world", "key"), [
+    ({"tp_size": 2, "dp_size": "4"}, "4", "distributed.dp_size"),
+    ({"tp_size": 4}, "6", "world_size"),
+    ({"tp_size": 2, "extra": "peft:\n  _target_: nemo_automodel.components._peft.lora.PeftConfig\n"}, "4", "peft"),
+    ({"tp_size": 2, "frozen_sharding": "replicate"}, "4", "distributed.multimodal.frozen_sharding"),
+])
+def test_what_tensor_parallelism_cannot_size_is_an_input_error_naming_the_key(tmp_path: Path, kwargs, world, key) -> None:
+    result = explain("--world-size", world, str(write(tmp_path, **kwargs)))
+    assert result.exit_code == 3, result.output
+    assert key in result.output
+
+
+def test_a_tp_size_the_frameworks_own_check_refuses_is_refused_with_its_words(tmp_path: Path) -> None:
+    """4 attention heads do not divide over 3 ranks: ``validate_tp_mesh``'s own message, naming the key
+    (where the framework builds; elsewhere the builder's refusal comes first, as above)."""
+    result = explain("--world-size", "6", str(write(tmp_path, tp_size=3)))
+    assert result.exit_code == 3, result.output
+    assert "distributed.tp_size" in result.output
+    if FRAMEWORK_BUILDS:
+        assert "must be divisible by TP size (3)" in result.output, result.output
