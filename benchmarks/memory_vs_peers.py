@@ -90,7 +90,8 @@ def main() -> int:
     print("per-rank bytes of parameters + gradients + optimizer states (activations out of scope), "
           f"{len(runs)} stock FSDP2 runs measured in {time.monotonic() - started:.0f} s")
     print("ratio = estimate / measured; accelerate/N is that figure divided by the world size (not accelerate's output)")
-    header = (f"{'case':<30} {'rank':>4} {'measured B':>11} {'mmfreeze - measured B':>22} {'mmfreeze':>9} "
+    width = max(len(run.case.name) for run in runs)
+    header = (f"{'case':<{width}} {'rank':>4} {'measured B':>11} {'mmfreeze - measured B':>22} {'mmfreeze':>9} "
               f"{'accelerate':>11} {'accel./N':>9}")
     print(header)
     print("-" * len(header))
@@ -105,7 +106,7 @@ def main() -> int:
                 worst[key] = max(worst[key], abs(ratio - 1))
             peers = (f"{ratios['accelerate']:>11.3f} {ratios['accelerate/N']:>9.3f}" if accelerate is not None
                      else f"{'n/a':>11} {'n/a':>9}")
-            print(f"{name:<30} {rank:>4} {measured:>11,} {predicted - measured:>22,} {ratios['mmfreeze']:>9.4f} {peers}")
+            print(f"{name:<{width}} {rank:>4} {measured:>11,} {predicted - measured:>22,} {ratios['mmfreeze']:>9.4f} {peers}")
     print("largest relative error: " + ", ".join(f"{key} {value:.1%}" for key, value in worst.items()))
     return 0
 
