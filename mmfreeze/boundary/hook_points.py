@@ -58,6 +58,9 @@ TP_PLAN_FUNCTION = "_get_parallel_plan"
 (never replaced) by the memory model."""
 TP_MESH_CHECK = "validate_tp_mesh"
 """Beside it: the framework's check that a model's attention heads divide the TP size (it reads the mesh's size)."""
+TP_LOCAL_STYLE = "ReplicatedWithGradAllReduce"
+"""In :data:`~mmfreeze.boundary.names.PARALLEL_STYLES`: the framework's style that keeps a module's parameters local
+(whole on every tensor-parallel rank) and only marks their gradients to be summed over the TP ranks."""
 OPTIMIZER_CONFIGS_WITH_BUILD = ("OptimizerConfig", DION_CONFIG_BASE, "OptimizerFromFactoryConfig")
 """Every optimizer config class of 0.7.0 that defines its own ``build`` (the typed configs, the
 Dion family, and ``_target_: torch.optim.X`` recipes through the factory config)."""

@@ -13,19 +13,20 @@ followed here on the model built on the meta device, without a device mesh:
   whole) and an Embedding's weight on dim 0; ``SequenceParallel`` keeps every parameter whole, and the
   ``PrepareModule*`` styles hold none. A subclass counts as its base where it overrides none of the base's
   partition methods (the framework's ``VocabParallelEmbedding``, ``RotaryEmbedParallel`` and
-  ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out); any other
-  style is refused, naming it.
+  ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out). The framework's
+  ``ReplicatedWithGradAllReduce`` (Gemma3's q/k norms) keeps parameters whole: it only marks their gradients
+  to be summed over the tensor-parallel ranks. Any other style is refused, naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.boundary.hook_points import TP_MESH_CHECK, TP_PLAN_FUNCTION
-from mmfreeze.boundary.names import PARALLELIZER, framework_attribute
+from mmfreeze.boundary.hook_points import TP_LOCAL_STYLE, TP_MESH_CHECK, TP_PLAN_FUNCTION
+from mmfreeze.boundary.names import PARALLEL_STYLES, PARALLELIZER, framework_attribute
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.loader import LoadedStructure, build_requested_model
 
@@ -63,29 +64,34 @@ def plan_dims(loaded: LoadedStructure, *, sequence_parallel: bool, tp_size: int,
     key = (loaded.key, sequence_parallel, tp_size)
     if key not in _PLANS:
         model = build_requested_model(loaded.request, loaded.source)
-        _PLANS[key] = tensor_parallel_dims(model, loaded.structure, sequence_parallel=sequence_parallel,
-                                           tp_size=tp_size, source=source)
+        plan = framework_plan(model, sequence_parallel=sequence_parallel, tp_size=tp_size, source=source)
+        _PLANS[key] = tensor_parallel_dims(model, loaded.structure, plan, source=source)
     return _PLANS[key]
 
 
-def tensor_parallel_dims(
-    model: nn.Module, structure: ModelStructure, *, sequence_parallel: bool, tp_size: int, source: str,
-) -> dict[str, int]:
-    """Canonical parameter name -> the dim the framework's plan splits it on, for ``model`` (built on meta,
-    ``structure`` its structure); a parameter the plan leaves whole is absent."""
+def framework_plan(model: nn.Module, *, sequence_parallel: bool, tp_size: int, source: str) -> Mapping[str, Any]:
+    """The plan the framework's parallelizer applies to ``model`` (module key -> style), after its own check
+    of the model's attention heads against ``tp_size``."""
     try:
         choose = framework_attribute(PARALLELIZER, TP_PLAN_FUNCTION)
+        check = framework_attribute(PARALLELIZER, TP_MESH_CHECK)
     except (ImportError, AttributeError) as error:
         raise TensorParallelPlanError(
             f"is above 1, and the framework's tensor-parallel plan ({PARALLELIZER}.{TP_PLAN_FUNCTION}) cannot be "
             f"read here ({type(error).__name__}: {error}); size it where nemo-automodel is installed with all its "
             "dependencies", source=source, key="distributed.tp_size") from error
-    try:  # the framework's own check of the model's attention heads against the TP size, before its plan
-        framework_attribute(PARALLELIZER, TP_MESH_CHECK)(model, _MeshOfSize(tp_size))
+    try:
+        check(model, _MeshOfSize(tp_size))
     except ValueError as error:
         raise TensorParallelPlanError(f"is {tp_size}, which the framework refuses for {type(model).__name__}: {error}",
                                       source=source, key="distributed.tp_size") from error
-    plan = choose(model, sequence_parallel=sequence_parallel, tp_size=tp_size)
+    return choose(model, sequence_parallel=sequence_parallel, tp_size=tp_size)
+
+
+def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapping[str, Any], *,
+                         source: str) -> dict[str, int]:
+    """Canonical parameter name -> the dim ``plan`` splits it on, applied to ``model`` (built on meta,
+    ``structure`` its structure) as ``parallelize_module`` applies it; a parameter it leaves whole is absent."""
     canonical = {alias: info.name for info in structure.parameters for alias in info.names}
     dims: dict[str, int | None] = {}
     for key, style in plan.items():
@@ -122,6 +128,9 @@ def _placements(style: Any, module: nn.Module, *, key: str, source: str) -> Iter
         ColwiseParallel, PrepareModuleInput, PrepareModuleInputOutput, PrepareModuleOutput, RowwiseParallel,
         SequenceParallel)
 
+    if type(style) is framework_attribute(PARALLEL_STYLES, TP_LOCAL_STYLE):  # marks the gradients' reduction alone
+        yield from ((name, None) for name, _ in module.named_parameters())
+        return
     base = next((kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel, PrepareModuleInput,
                                    PrepareModuleOutput, PrepareModuleInputOutput) if isinstance(style, kind)), None)
     if base is None or any(getattr(type(style), method, None) is not getattr(base, method, None)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.distributed.tensor.parallel import ParallelStyle
 
 from mmfreeze.memory.shards import tensor_parallel_slice
 from mmfreeze.models.framework import choose_builder
 from mmfreeze.models.loader import build_model
 from mmfreeze.models.structure import structure_of
-from mmfreeze.models.tensor_parallel import TensorParallelPlanError, tensor_parallel_dims
+from mmfreeze.models.tensor_parallel import TensorParallelPlanError, framework_plan, tensor_parallel_dims
 from tests.memory.test_explain_world_size import explain, write
 
 pytestmark = pytest.mark.framework  # `.ci/framework_env` runs it too: there the framework's builder builds
@@ -39,6 +40,10 @@ CONFIGS = {
         "model_type": "qwen2_5_vl", "text_config": {**TEXT, "model_type": "qwen2_5_vl_text"},
         "vision_config": {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
                           "out_hidden_size": 32}},
+    "Gemma3ForConditionalGeneration": {  # the framework's optimised plan keeps q/k norms local (ReplicatedWithGradAllReduce)
+        "model_type": "gemma3", "mm_tokens_per_image": 4, "text_config": {"model_type": "gemma3_text", **TEXT},
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                          "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4}},
     "Mistral3ForConditionalGeneration": {
         "model_type": "mistral3", "text_config": {"model_type": "mistral", **TEXT},
         "vision_config": {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 64,
@@ -84,7 +89,8 @@ def test_the_split_of_each_parameter_is_where_torch_places_the_frameworks_plan(c
     config = {**CONFIGS[class_name], "architectures": [class_name]}
     auto = AUTO.get(class_name, "AutoModelForImageTextToText")
     meta = build_model(config, auto, source="tp.yaml")
-    dims = tensor_parallel_dims(meta, structure_of(meta), sequence_parallel=False, tp_size=2, source="tp.yaml")
+    plan = framework_plan(meta, sequence_parallel=False, tp_size=2, source="tp.yaml")
+    dims = tensor_parallel_dims(meta, structure_of(meta), plan, source="tp.yaml")
 
     model = build_model(config, auto, source="tp.yaml").to_empty(device="cpu")
     model.tie_weights()  # to_empty gives each name its own tensor
@@ -96,16 +102,18 @@ def test_the_split_of_each_parameter_is_where_torch_places_the_frameworks_plan(c
     assert dims and dims == {name: dim for name, dim in placed.items() if dim is not None}, (dims, placed)
 
 
+class _WholeModuleSharded(ParallelStyle):
+    """A style of a release to come: it places parameters its own way (not one of torch's partition methods)."""
+
+    def _apply(self, module, device_mesh):
+        return module
+
+
 def test_a_style_whose_placements_mmfreeze_does_not_follow_is_refused_naming_it() -> None:
-    """Gemma3's plan (the framework's optimised one) keeps its q/k norms local with the framework's own
-    ``ReplicatedWithGradAllReduce``, whose gradient reduction no run measured."""
-    config = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "mm_tokens_per_image": 4,
-              "text_config": {"model_type": "gemma3_text", **TEXT},
-              "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-                                "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4}}
-    meta = build_model(config, "AutoModelForImageTextToText", source="tp.yaml")
-    with pytest.raises(TensorParallelPlanError, match="ReplicatedWithGradAllReduce") as raised:
-        tensor_parallel_dims(meta, structure_of(meta), sequence_parallel=False, tp_size=2, source="tp.yaml")
+    config = {**CONFIGS["LlamaForCausalLM"], "architectures": ["LlamaForCausalLM"]}
+    meta = build_model(config, "AutoModelForCausalLM", source="tp.yaml")
+    with pytest.raises(TensorParallelPlanError, match="_WholeModuleSharded") as raised:
+        tensor_parallel_dims(meta, structure_of(meta), {"model.norm": _WholeModuleSharded()}, source="tp.yaml")
     assert raised.value.key == "distributed.tp_size"
 
 

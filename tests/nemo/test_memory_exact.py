@@ -1,6 +1,6 @@
 """Issue 49: mmfreeze's per-rank memory equals, to the byte and rank by rank, what stock FSDP2 runs allocate.
 
-Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, Voxtral; Qwen3-VL,
+Each case (:data:`CASES`) is a tiny recipe of one family (LLaVA, Qwen2.5-VL, Qwen2-Audio, Voxtral, Gemma3; Qwen3-VL,
 Gemma4 and MuseGlimmer, which the framework builds with its own classes and shards with each class's own parallelizer;
 and a Llama language model alone), trained by nemo-automodel 0.7.0's own entry point and recipe class
 (``FinetuneRecipeForVLM``; ``TrainFinetuneRecipeForNextTokenPrediction`` for the Llama), FSDP2 on gloo ranks
@@ -148,6 +148,9 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, tp=2),
     Case("qwen2_5_vl_tensor_parallel_4_ranks", "qwen2_5_vl", 4, "bfloat16",  # 2 data-parallel x 2 tensor-parallel
          freeze_config={"freeze_modules": [{"path": "model.visual"}]}, tp=2),
+    Case("gemma3_tensor_parallel", "gemma3", 2, "bfloat16",  # q/k norms kept whole (ReplicatedWithGradAllReduce)
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}, {"path": "model.multi_modal_projector"}]},
+         tp=2),
 )
 
 
@@ -185,6 +188,14 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
                            "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
             image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
             tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
+    if family == "gemma3":  # a transformers class whose tensor-parallel plan is the framework's optimised one
+        from transformers import Gemma3Config
+
+        return Gemma3Config(
+            text_config={"model_type": "gemma3_text", **TEXT, "tie_word_embeddings": True},
+            vision_config={"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                           "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 8, "patch_size": 4},
+            mm_tokens_per_image=4, image_token_index=MEDIA_TOKEN, boi_token_index=121, eoi_token_index=122)
     if family == "gemma4":
         return tiny_gemma4(tied=tied)
     if family == "muse_glimmer":
@@ -253,7 +264,7 @@ def tiny_model(family: str, config: Any) -> Any:
 def batch_spec(family: str, config: Any) -> dict[str, Any]:
     """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
-    if family in ("gemma4", "muse_glimmer", "voxtral", "llama"):
+    if family in ("gemma3", "gemma4", "muse_glimmer", "voxtral", "llama"):
         return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
@@ -491,14 +502,14 @@ def check_teachers(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Eight families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
+    """Nine families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
-    distillation teacher, and tensor parallelism in three families, one case beside data parallelism."""
+    distillation teacher, and tensor parallelism in four families, one case beside data parallelism."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
-                                                 "muse_glimmer", "voxtral", "llama"}
+                                                 "muse_glimmer", "voxtral", "llama", "gemma3"}
     for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
         built = by_name[name].ranks[0]["model_class"]
         assert built == module, (name, built)
@@ -506,7 +517,7 @@ def check_coverage(runs: list[Run]) -> None:
         assert type(getattr(importlib.import_module(model_module), class_name).parallelizer).__name__ == parallelizer
     assert any(run.case.world == 4 for run in runs)
     tensor_parallel = [run for run in runs if run.case.tp > 1]
-    assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl"}
+    assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl", "gemma3"}
     assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
     for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
         [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
