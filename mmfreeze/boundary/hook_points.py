@@ -58,6 +58,10 @@ TP_PLAN_FUNCTION = "_get_parallel_plan"
 (never replaced) by the memory model."""
 TP_MESH_CHECK = "validate_tp_mesh"
 """Beside it: the framework's check that a model's attention heads divide the TP size (it reads the mesh's size)."""
+TP_LORA_STYLES = {"ColwiseParallelLora": "ColwiseParallel", "RowwiseParallelLora": "RowwiseParallel",
+                  "SequenceParallelLora": "SequenceParallel"}
+"""In :data:`~mmfreeze.boundary.names.PARALLEL_STYLES`: the LoRA variant of each torch style, which the framework's
+parallelizer applies in its place (``translate_to_lora``, swapping the class of the plan's own style objects)."""
 TP_LOCAL_STYLE = "ReplicatedWithGradAllReduce"
 """In :data:`~mmfreeze.boundary.names.PARALLEL_STYLES`: the framework's style that keeps a module's parameters local
 (whole on every tensor-parallel rank) and only marks their gradients to be summed over the TP ranks."""

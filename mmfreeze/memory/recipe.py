@@ -41,7 +41,6 @@ whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_para
 UNMODELLED_SIZES = ("cp_size", "pp_size", "ep_size", "dp_replicate_size")
 """Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP/EP, HSDP)."""
 TP_UNMEASURED = {
-    "peft": "LoRA under tensor parallelism (the framework's LoRA variants of the plan's styles): no run measured",
     "distributed.tp_plan": "a tensor-parallel plan of the recipe's own: the memory model reads the framework's choice",
     "distributed.multimodal.frozen_sharding": "frozen towers replicated beside tensor parallelism: no run measured",
     TEACHER: "a distillation teacher under tensor parallelism: no run measured",
@@ -116,7 +115,8 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     tp = tp_size(distributed)
     return MemoryInputs(structure=structure, frozen=frozen, dtypes=dtypes, layout=layout, optimizer=optimizer,
                         world_size=world_size, tp_size=tp,
-                        tp_dims=_tp_dims(document, distributed, loaded, tp=tp, source=source) if tp > 1 else {})
+                        tp_dims=_tp_dims(document, distributed, loaded, adapters=built.adapters or frozenset(), tp=tp,
+                                         source=source) if tp > 1 else {})
 
 
 def tp_size(distributed: Mapping[str, Any]) -> int:
@@ -125,12 +125,12 @@ def tp_size(distributed: Mapping[str, Any]) -> int:
 
 
 def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded: LoadedStructure | None, *,
-             tp: int, source: str) -> Mapping[str, int]:
+             adapters: frozenset[str], tp: int, source: str) -> Mapping[str, int]:
     """Where ``tp_size`` is above 1: the dim the framework's plan splits each parameter on, for the
     transformers class the framework's builder built (another release's class would get another plan: 5.25's
     VLMs fall back to the framework's default plan, whose paths match almost nothing; a framework class under
     tensor parallelism, and the inputs of :data:`TP_UNMEASURED`, are refused: no run measured them)."""
-    asked = {"peft": document.get("peft") is not None, "distributed.tp_plan": distributed.get("tp_plan") is not None,
+    asked = {"distributed.tp_plan": distributed.get("tp_plan") is not None,
              "distributed.multimodal.frozen_sharding": frozen_sharding(distributed, source) == "replicate",
              TEACHER: TEACHER in document}
     for key, why in TP_UNMEASURED.items():
@@ -147,7 +147,8 @@ def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded
     if loaded.structure.class_module.startswith(PACKAGE_PREFIX):
         raise UndividableLayoutError(f"the framework's own {loaded.structure.class_name} under tensor parallelism: no "
                                      "run measured, not sized", source=source, key="distributed.tp_size")
-    return plan_dims(loaded, sequence_parallel=bool(distributed.get("sequence_parallel")), tp_size=tp, source=source)
+    return plan_dims(loaded, adapters=adapters, sequence_parallel=bool(distributed.get("sequence_parallel")), tp_size=tp,
+                     source=source)
 
 
 def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,

@@ -13,19 +13,22 @@ followed here on the model built on the meta device, without a device mesh:
   whole) and an Embedding's weight on dim 0; ``SequenceParallel`` keeps every parameter whole, and the
   ``PrepareModule*`` styles hold none. A subclass counts as its base where it overrides none of the base's
   partition methods (the framework's ``VocabParallelEmbedding``, ``RotaryEmbedParallel`` and
-  ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out). The framework's
+  ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out). The framework
+  applies each exact torch style as its LoRA variant (``translate_to_lora``), which places a Linear's own
+  parameters as torch does and its LoRA adapters too: ``ColwiseParallelLora`` on dim 0, ``RowwiseParallelLora``
+  ``lora_A`` and ``lora_B`` on dim 1. The framework's
   ``ReplicatedWithGradAllReduce`` (Gemma3's q/k norms) keeps parameters whole: it only marks their gradients
   to be summed over the tensor-parallel ranks. Any other style is refused, naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import TYPE_CHECKING, Any
 
-from mmfreeze.boundary.hook_points import TP_LOCAL_STYLE, TP_MESH_CHECK, TP_PLAN_FUNCTION
+from mmfreeze.boundary.hook_points import TP_LOCAL_STYLE, TP_LORA_STYLES, TP_MESH_CHECK, TP_PLAN_FUNCTION
 from mmfreeze.boundary.names import PARALLEL_STYLES, PARALLELIZER, framework_attribute
 from mmfreeze.exceptions import MmfreezeError
 from mmfreeze.models.loader import LoadedStructure, build_requested_model
@@ -35,6 +38,7 @@ if TYPE_CHECKING:  # torch is imported only where a plan is read: `explain` with
 
     from mmfreeze.models.structure import ModelStructure
 
+LORA_MATRICES = ("lora_A.weight", "lora_B.weight")
 PARTITION_METHODS = ("_apply", "_partition_linear_fn", "_partition_embedding_fn", "_replicate_module_fn")
 
 
@@ -57,15 +61,16 @@ _PLANS: dict[tuple[str, bool, int], dict[str, int]] = {}
 """Each model's split, read once per process: a diff's cost sizes one recipe several times."""
 
 
-def plan_dims(loaded: LoadedStructure, *, sequence_parallel: bool, tp_size: int, source: str) -> dict[str, int]:
+def plan_dims(loaded: LoadedStructure, *, adapters: frozenset[str], sequence_parallel: bool, tp_size: int,
+              source: str) -> dict[str, int]:
     """Canonical parameter name -> the dim the framework's plan splits it on, for the model ``loaded``
-    describes, built again on the meta device (the plan reads the live model); a parameter the plan leaves
-    whole is absent."""
-    key = (loaded.key, sequence_parallel, tp_size)
+    describes, built again on the meta device (the plan reads the live model), with its LoRA ``adapters``
+    (their names; the framework injects them before it parallelizes); a parameter left whole is absent."""
+    key = (loaded.key, adapters, sequence_parallel, tp_size)
     if key not in _PLANS:
         model = build_requested_model(loaded.request, loaded.source)
         plan = framework_plan(model, sequence_parallel=sequence_parallel, tp_size=tp_size, source=source)
-        _PLANS[key] = tensor_parallel_dims(model, loaded.structure, plan, source=source)
+        _PLANS[key] = tensor_parallel_dims(model, loaded.structure, plan, adapters=adapters, source=source)
     return _PLANS[key]
 
 
@@ -89,15 +94,21 @@ def framework_plan(model: nn.Module, *, sequence_parallel: bool, tp_size: int, s
 
 
 def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapping[str, Any], *,
-                         source: str) -> dict[str, int]:
+                         adapters: Collection[str] = (), source: str) -> dict[str, int]:
     """Canonical parameter name -> the dim ``plan`` splits it on, applied to ``model`` (built on meta,
-    ``structure`` its structure) as ``parallelize_module`` applies it; a parameter it leaves whole is absent."""
+    ``structure`` its structure) as ``parallelize_module`` applies it, ``adapters`` (LoRA parameter names, which
+    ``model`` lacks) included; a parameter it leaves whole is absent."""
     canonical = {alias: info.name for info in structure.parameters for alias in info.names}
+    by_module: dict[str, list[str]] = {}
+    for adapter in adapters:
+        path, _, name = adapter.rpartition(".lora_")
+        by_module.setdefault(path, []).append(f"lora_{name}")
     dims: dict[str, int | None] = {}
     for key, style in plan.items():
         for path, module in _matched(model, key):
-            for name, dim in _placements(style, module, key=key, source=source):
-                parameter = canonical[f"{path}.{name}" if path else name]
+            for name, dim in _placements(style, module, by_module.get(path, ()), key=key, source=source):
+                name = f"{path}.{name}" if path else name
+                parameter = canonical.get(name, name)
                 if dims.setdefault(parameter, dim) != dim:
                     raise TensorParallelPlanError(
                         f"the framework's plan splits {parameter} on dim {dims[parameter]} and on dim {dim} (its "
@@ -120,9 +131,10 @@ def _matched(module: nn.Module, key: str, prefix: str = "") -> Iterator[tuple[st
                 yield path, child
 
 
-def _placements(style: Any, module: nn.Module, *, key: str, source: str) -> Iterator[tuple[str, int | None]]:
-    """Each parameter of ``module`` (recursively, as the styles iterate them) and the dim ``style`` splits
-    it on (``None``: whole)."""
+def _placements(style: Any, module: nn.Module, adapters: Collection[str], *, key: str,
+                source: str) -> Iterator[tuple[str, int | None]]:
+    """Each parameter of ``module`` (recursively, as the styles iterate them), its LoRA ``adapters``
+    (``lora_A.weight``, ...) included, and the dim ``style`` splits it on (``None``: whole)."""
     from torch import nn
     from torch.distributed.tensor.parallel import (
         ColwiseParallel, PrepareModuleInput, PrepareModuleInputOutput, PrepareModuleOutput, RowwiseParallel,
@@ -131,10 +143,16 @@ def _placements(style: Any, module: nn.Module, *, key: str, source: str) -> Iter
     if type(style) is framework_attribute(PARALLEL_STYLES, TP_LOCAL_STYLE):  # marks the gradients' reduction alone
         yield from ((name, None) for name, _ in module.named_parameters())
         return
-    base = next((kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel, PrepareModuleInput,
-                                   PrepareModuleOutput, PrepareModuleInputOutput) if isinstance(style, kind)), None)
-    if base is None or any(getattr(type(style), method, None) is not getattr(base, method, None)
-                           for method in PARTITION_METHODS):
+    torch_styles = {kind.__name__: kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel)}
+    lora_variants = {framework_attribute(PARALLEL_STYLES, lora): torch_styles[kind] for lora, kind in TP_LORA_STYLES.items()}
+    # What the framework applies: an exact torch style becomes its LoRA variant (translate_to_lora, which swaps
+    # the class of the plan's own objects, so a plan read after a run in this process may hold the variant).
+    translated = type(style) in (*torch_styles.values(), *lora_variants)
+    base = lora_variants.get(type(style)) or next(
+        (kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel, PrepareModuleInput,
+                           PrepareModuleOutput, PrepareModuleInputOutput) if isinstance(style, kind)), None)
+    if base is None or (type(style) not in lora_variants and any(
+            getattr(type(style), method, None) is not getattr(base, method, None) for method in PARTITION_METHODS)):
         raise TensorParallelPlanError(
             f"the framework's plan applies {type(style).__module__}.{type(style).__qualname__} to {key!r}, a style "
             "whose placements mmfreeze does not follow: not sized", source=source, key="distributed.tp_size")
@@ -147,6 +165,14 @@ def _placements(style: Any, module: nn.Module, *, key: str, source: str) -> Iter
     colwise = base is ColwiseParallel
     if isinstance(module, nn.Linear):
         yield from ((name, 0 if colwise else (1 if name == "weight" else None)) for name, _ in parameters)
+        # ColwiseParallelLora splits every parameter of the module on dim 0, adapters included;
+        # RowwiseParallelLora splits lora_A and lora_B on dim 1 and keeps the rest of its adapters whole.
+        # A subclass style, which the framework does not translate, keeps torch's own rule.
+        yield from ((name, 0 if colwise else (1 if translated and name in LORA_MATRICES else None))
+                    for name in adapters)
+    elif adapters:
+        raise TensorParallelPlanError(f"the framework's plan splits {key!r}, a {type(module).__name__} with LoRA "
+                                      "adapters, which mmfreeze does not follow: not sized", source=source, key="peft")
     elif isinstance(module, nn.Embedding):
         yield from ((name, 1 if colwise else 0) for name, _ in parameters)
     else:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -50,6 +51,8 @@ CONFIGS = {
                           "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 16}},
 }
 AUTO = {"LlamaForCausalLM": "AutoModelForCausalLM"}
+FRAMEWORK_BUILDS = choose_builder("auto").kind == "framework"
+"""The framework's environment: its builder builds, and its plan reads the classes of the release it pins."""
 
 
 @pytest.mark.parametrize("length", [1, 5, 64, 131])
@@ -102,6 +105,38 @@ def test_the_split_of_each_parameter_is_where_torch_places_the_frameworks_plan(c
     assert dims and dims == {name: dim for name, dim in placed.items() if dim is not None}, (dims, placed)
 
 
+@pytest.mark.parametrize("class_name", ["LlamaForCausalLM", "Qwen2_5_VLForConditionalGeneration"])
+def test_lora_adapters_are_split_where_the_frameworks_lora_styles_place_them(class_name: str, one_rank_mesh) -> None:
+    """With LoRA, the framework injects the adapters first and swaps each torch style for its LoRA variant
+    (``translate_to_lora``, as its parallelizer does): the adapters' splits are the DTensors it makes."""
+    from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
+    from nemo_automodel.components.distributed.parallel_styles import translate_to_lora
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    config = {**CONFIGS[class_name], "architectures": [class_name]}
+    auto = AUTO.get(class_name, "AutoModelForImageTextToText")
+    model = build_model(config, auto, source="tp.yaml").to_empty(device="cpu")
+    apply_lora_to_linear_modules(model, PeftConfig(target_modules=["*_proj"], dim=4, alpha=8), skip_freeze=True)
+    meta = build_model(config, auto, source="tp.yaml")
+    adapters = frozenset(name for name, _ in model.named_parameters() if ".lora_" in name)
+    plan = framework_plan(meta, sequence_parallel=False, tp_size=2, source="tp.yaml")
+    dims = tensor_parallel_dims(meta, structure_of(meta), plan, adapters=adapters, source="tp.yaml")
+
+    framework_plan_of_model = parallelizer._get_parallel_plan(model, False, None, tp_size=2)
+    # translate_to_lora swaps the class of the style object it is given: copies keep the framework's own intact
+    parallelize_module(model, one_rank_mesh,
+                       {key: translate_to_lora(copy.copy(style)) for key, style in framework_plan_of_model.items()})
+    placed = {name: next((p.dim for p in parameter.placements if isinstance(p, Shard)), None)
+              for name, parameter in model.named_parameters() if isinstance(parameter, DTensor)}
+    split = {name: dim for name, dim in placed.items() if dim is not None}
+    assert {name: dims[name] for name in adapters if name in dims} == {name: split[name] for name in adapters if name in split}
+    if FRAMEWORK_BUILDS or class_name == "LlamaForCausalLM":
+        assert {0, 1} <= {dims[name] for name in adapters if name in dims}  # column- and row-parallel adapters
+    else:  # under another transformers release the framework's plan for this VLM matches none of its layers
+        assert not any(name in dims for name in adapters)
+
+
 class _WholeModuleSharded(ParallelStyle):
     """A style of a release to come: it places parameters its own way (not one of torch's partition methods)."""
 
@@ -115,10 +150,6 @@ def test_a_style_whose_placements_mmfreeze_does_not_follow_is_refused_naming_it(
     with pytest.raises(TensorParallelPlanError, match="_WholeModuleSharded") as raised:
         tensor_parallel_dims(meta, structure_of(meta), {"model.norm": _WholeModuleSharded()}, source="tp.yaml")
     assert raised.value.key == "distributed.tp_size"
-
-
-FRAMEWORK_BUILDS = choose_builder("auto").kind == "framework"
-"""The framework's environment: its builder builds, and its plan reads the classes of the release it pins."""
 
 
 def test_explain_sizes_a_tensor_parallel_recipe_per_rank_where_the_framework_builds(tmp_path: Path) -> None:
@@ -140,7 +171,6 @@ def test_explain_sizes_a_tensor_parallel_recipe_per_rank_where_the_framework_bui
 @pytest.mark.parametrize(("kwargs", "world", "key"), [
     ({"tp_size": 2, "dp_size": "4"}, "4", "distributed.dp_size"),
     ({"tp_size": 4}, "6", "world_size"),
-    ({"tp_size": 2, "extra": "peft:\n  _target_: nemo_automodel.components._peft.lora.PeftConfig\n"}, "4", "peft"),
     ({"tp_size": 2, "frozen_sharding": "replicate"}, "4", "distributed.multimodal.frozen_sharding"),
 ])
 def test_what_tensor_parallelism_cannot_size_is_an_input_error_naming_the_key(tmp_path: Path, kwargs, world, key) -> None:

@@ -148,6 +148,9 @@ CASES = (
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, tp=2),
     Case("qwen2_5_vl_tensor_parallel_4_ranks", "qwen2_5_vl", 4, "bfloat16",  # 2 data-parallel x 2 tensor-parallel
          freeze_config={"freeze_modules": [{"path": "model.visual"}]}, tp=2),
+    Case("qwen2_5_vl_lora_tensor_parallel", "qwen2_5_vl", 2, "bfloat16",  # adapters split as the LoRA styles do
+         peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig", "target_modules": ["*_proj"], "dim": 4,
+               "alpha": 8, "lora_dtype": "torch.float32"}, tp=2),
     Case("gemma3_tensor_parallel", "gemma3", 2, "bfloat16",  # q/k norms kept whole (ReplicatedWithGradAllReduce)
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}, {"path": "model.multi_modal_projector"}]},
          tp=2),
@@ -506,7 +509,7 @@ def check_coverage(runs: list[Run]) -> None:
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
-    distillation teacher, and tensor parallelism in four families, one case beside data parallelism."""
+    distillation teacher, and tensor parallelism in four families, one case beside data parallelism and one with LoRA."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3"}
@@ -519,6 +522,7 @@ def check_coverage(runs: list[Run]) -> None:
     tensor_parallel = [run for run in runs if run.case.tp > 1]
     assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl", "gemma3"}
     assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
+    assert any(run.case.peft for run in tensor_parallel), "no LoRA under tensor parallelism"
     for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
         [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
         assert o_proj["local_shape"][1] * run.case.tp == o_proj["shape"][1], (run.case.name, o_proj)
