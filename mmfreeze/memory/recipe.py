@@ -43,7 +43,6 @@ UNMODELLED_SIZES = ("cp_size", "pp_size", "ep_size", "dp_replicate_size")
 TP_UNMEASURED = {
     "distributed.tp_plan": "a tensor-parallel plan of the recipe's own: the memory model reads the framework's choice",
     "distributed.multimodal.frozen_sharding": "frozen towers replicated beside tensor parallelism: no run measured",
-    TEACHER: "a distillation teacher under tensor parallelism: no run measured",
 }
 """What mmfreeze refuses beside ``tp_size`` above 1, by the key that asks for it."""
 FSDP2_STRATEGIES = ("fsdp2",)
@@ -131,8 +130,7 @@ def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded
     VLMs fall back to the framework's default plan, whose paths match almost nothing; a framework class under
     tensor parallelism, and the inputs of :data:`TP_UNMEASURED`, are refused: no run measured them)."""
     asked = {"distributed.tp_plan": distributed.get("tp_plan") is not None,
-             "distributed.multimodal.frozen_sharding": frozen_sharding(distributed, source) == "replicate",
-             TEACHER: TEACHER in document}
+             "distributed.multimodal.frozen_sharding": frozen_sharding(distributed, source) == "replicate"}
     for key, why in TP_UNMEASURED.items():
         if asked[key]:
             raise UndividableLayoutError(f"{why}: not sized", source=source, key=key)
@@ -172,7 +170,7 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
     try:
         check_framework_class(teacher.loaded, source=source)
         sharded = _model_inputs(teacher.recipe, teacher.frozen, world_size=world_size, frozen=teacher.frozen.frozen,
-                                optimizer=optimizer)
+                                optimizer=optimizer, loaded=teacher.loaded)
     except MemoryModelError as error:
         raise type(error)(error.message, source=error.source, key=teacher_key(error.key)) from error
     return replace(sharded, frozen=frozenset(info.name for info in sharded.structure.parameters), forward_only=True)

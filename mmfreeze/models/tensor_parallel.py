@@ -104,6 +104,7 @@ def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapp
         path, _, name = adapter.rpartition(".lora_")
         by_module.setdefault(path, []).append(f"lora_{name}")
     dims: dict[str, int | None] = {}
+    placed: dict[str, set[str]] = {}
     for key, style in plan.items():
         for path, module in _matched(model, key):
             for name, dim in _placements(style, module, by_module.get(path, ()), key=key, source=source):
@@ -113,6 +114,15 @@ def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapp
                     raise TensorParallelPlanError(
                         f"the framework's plan splits {parameter} on dim {dims[parameter]} and on dim {dim} (its "
                         f"entry {key!r}): not sized", source=source, key="distributed.tp_size")
+                placed.setdefault(parameter, set()).add(name)
+    names = {info.name: set(info.names) for info in structure.parameters}
+    for parameter, under in placed.items():
+        if dims[parameter] is not None and (unplaced := names.get(parameter, under) - under):
+            raise TensorParallelPlanError(
+                f"the framework's plan splits {sorted(under)[0]} but not the same tensor as {sorted(unplaced)[0]} (tied "
+                "weights), whose module then holds a DTensor beside plain inputs: a stock tp_size 2 run of such a model (LLaVA with tied embeddings, whose "
+                "plan splits lm_head alone) stops in its first forward here ('aten.mm.default got mixed torch.Tensor "
+                "and DTensor'): not sized", source=source, key="distributed.tp_size")
     return {name: dim for name, dim in dims.items() if dim is not None}
 
 

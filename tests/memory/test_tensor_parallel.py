@@ -137,6 +137,21 @@ def test_lora_adapters_are_split_where_the_frameworks_lora_styles_place_them(cla
         assert not any(name in dims for name in adapters)
 
 
+def test_a_tied_weight_the_plan_splits_under_one_name_alone_is_refused() -> None:
+    """A tied LLaVA's plan (the framework's default one: no Hugging Face plan is found for it) splits lm_head but
+    not the input embedding that shares its weight; a stock tp_size 2 run of it stops in its first forward.
+    Gemma3's plan splits both on dim 0, and is sized (the differential test above, and a stock run)."""
+    config = {**CONFIGS["LlavaForConditionalGeneration"], "architectures": ["LlavaForConditionalGeneration"],
+              "tie_word_embeddings": True, "text_config": {**CONFIGS["LlavaForConditionalGeneration"]["text_config"],
+                                                          "tie_word_embeddings": True}}
+    meta = build_model(config, "AutoModelForImageTextToText", source="tp.yaml")
+    assert meta.lm_head.weight is meta.get_input_embeddings().weight
+    plan = framework_plan(meta, sequence_parallel=False, tp_size=2, source="tp.yaml")
+    with pytest.raises(TensorParallelPlanError, match=r"splits lm_head\.weight but not the same tensor as") as raised:
+        tensor_parallel_dims(meta, structure_of(meta), plan, source="tp.yaml")
+    assert raised.value.key == "distributed.tp_size"
+
+
 class _WholeModuleSharded(ParallelStyle):
     """A style of a release to come: it places parameters its own way (not one of torch's partition methods)."""
 

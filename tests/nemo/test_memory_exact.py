@@ -99,6 +99,8 @@ class Case:
     optimizer: dict[str, Any] = field(default_factory=lambda: {"_target_": "torch.optim.AdamW", "lr": 1.0e-3,
                                                                 "weight_decay": 0.0})
     """The recipe's `optimizer:` section: AdamW unless the case sizes another torch optimizer's state."""
+    teacher_tied: bool = True
+    """The teacher's input and output embeddings are one parameter."""
     tp: int = 1
     """``distributed.tp_size``: the framework's tensor-parallel plan splits the language model over this many of
     the ranks, and FSDP2 shards each slice over the rest."""
@@ -151,6 +153,9 @@ CASES = (
     Case("qwen2_5_vl_lora_tensor_parallel", "qwen2_5_vl", 2, "bfloat16",  # adapters split as the LoRA styles do
          peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig", "target_modules": ["*_proj"], "dim": 4,
                "alpha": 8, "lora_dtype": "torch.float32"}, tp=2),
+    Case("llava_distillation_tensor_parallel", "llava", 2, "bfloat16",  # the teacher split by the same plan;
+         freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, pretrained=True, teacher=True,
+         teacher_tied=False, tp=2),  # a tied LLaVA's plan splits lm_head alone, and a stock run of it fails
     Case("gemma3_tensor_parallel", "gemma3", 2, "bfloat16",  # q/k norms kept whole (ReplicatedWithGradAllReduce)
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}, {"path": "model.multi_modal_projector"}]},
          tp=2),
@@ -331,7 +336,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
                              "pretrained_model_name_or_path": str(model_dir)}},
         **({"teacher_model": {"_target_": f"nemo_automodel.{target}.from_pretrained", "torch_dtype": case.dtype,
                               "pretrained_model_name_or_path": str(tiny_model_dir(
-                                  case.family, repository, tied=True, pretrained=True))},
+                                  case.family, repository, tied=case.teacher_tied, pretrained=True))},
             "kd_loss_fn": {"_target_": "nemo_automodel.components.loss.kd_loss.KDLoss"}, "kd_ratio": 0.5}
            if case.teacher else {}),
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
@@ -509,7 +514,8 @@ def check_coverage(runs: list[Run]) -> None:
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
-    distillation teacher, and tensor parallelism in four families, one case beside data parallelism and one with LoRA."""
+    distillation teacher, and tensor parallelism in four families, one case beside data parallelism, one with LoRA
+    and one distilled."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3"}
@@ -523,6 +529,7 @@ def check_coverage(runs: list[Run]) -> None:
     assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl", "gemma3"}
     assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
     assert any(run.case.peft for run in tensor_parallel), "no LoRA under tensor parallelism"
+    assert any(run.case.teacher for run in tensor_parallel), "no distillation under tensor parallelism"
     for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
         [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
         assert o_proj["local_shape"][1] * run.case.tp == o_proj["shape"][1], (run.case.name, o_proj)
