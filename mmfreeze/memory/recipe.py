@@ -40,11 +40,6 @@ FRAMEWORK_FP32_HOLDER = "_fp32_params"
 whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
 UNMODELLED_SIZES = ("cp_size", "pp_size", "ep_size", "dp_replicate_size")
 """Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP/EP, HSDP)."""
-TP_UNMEASURED = {
-    "distributed.tp_plan": "a tensor-parallel plan of the recipe's own: the memory model reads the framework's choice",
-    "distributed.multimodal.frozen_sharding": "frozen towers replicated beside tensor parallelism: no run measured",
-}
-"""What mmfreeze refuses beside ``tp_size`` above 1, by the key that asks for it."""
 FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
@@ -128,12 +123,10 @@ def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded
     """Where ``tp_size`` is above 1: the dim the framework's plan splits each parameter on, for the
     transformers class the framework's builder built (another release's class would get another plan: 5.25's
     VLMs fall back to the framework's default plan, whose paths match almost nothing; a framework class under
-    tensor parallelism, and the inputs of :data:`TP_UNMEASURED`, are refused: no run measured them)."""
-    asked = {"distributed.tp_plan": distributed.get("tp_plan") is not None,
-             "distributed.multimodal.frozen_sharding": frozen_sharding(distributed, source) == "replicate"}
-    for key, why in TP_UNMEASURED.items():
-        if asked[key]:
-            raise UndividableLayoutError(f"{why}: not sized", source=source, key=key)
+    tensor parallelism, and a recipe's own ``tp_plan``, are refused: no run measured them)."""
+    if distributed.get("tp_plan") is not None:
+        raise UndividableLayoutError("a tensor-parallel plan of the recipe's own: the memory model reads the "
+                                     "framework's choice, not sized", source=source, key="distributed.tp_plan")
     if loaded is None:
         raise MemoryModelError("the framework's tensor-parallel plan is read from the model this run built, and "
                                "none was given: not sized", source=source, key="distributed.tp_size")

@@ -186,7 +186,7 @@ def test_explain_sizes_a_tensor_parallel_recipe_per_rank_where_the_framework_bui
 @pytest.mark.parametrize(("kwargs", "world", "key"), [
     ({"tp_size": 2, "dp_size": "4"}, "4", "distributed.dp_size"),
     ({"tp_size": 4}, "6", "world_size"),
-    ({"tp_size": 2, "frozen_sharding": "replicate"}, "4", "distributed.multimodal.frozen_sharding"),
+    ({"tp_size": 2, "extra": "  tp_plan: my_plans.llava\n"}, "4", "distributed.tp_plan"),
 ])
 def test_what_tensor_parallelism_cannot_size_is_an_input_error_naming_the_key(tmp_path: Path, kwargs, world, key) -> None:
     result = explain("--world-size", world, str(write(tmp_path, **kwargs)))

@@ -156,6 +156,8 @@ CASES = (
     Case("llava_distillation_tensor_parallel", "llava", 2, "bfloat16",  # the teacher split by the same plan;
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, pretrained=True, teacher=True,
          teacher_tied=False, tp=2),  # a tied LLaVA's plan splits lm_head alone, and a stock run of it fails
+    Case("qwen2_audio_replicate_tensor_parallel", "qwen2_audio", 2, "float32",  # the tower whole, the rest split
+         freeze_config={"freeze_modules": [{"path": "model.audio_tower"}]}, frozen_sharding="replicate", tp=2),
     Case("gemma3_tensor_parallel", "gemma3", 2, "bfloat16",  # q/k norms kept whole (ReplicatedWithGradAllReduce)
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}, {"path": "model.multi_modal_projector"}]},
          tp=2),
@@ -514,8 +516,8 @@ def check_coverage(runs: list[Run]) -> None:
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
-    distillation teacher, and tensor parallelism in four families, one case beside data parallelism, one with LoRA
-    and one distilled."""
+    distillation teacher, and tensor parallelism in five families, one case beside data parallelism, one with LoRA,
+    one under `replicate` and one distilled."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3"}
@@ -526,7 +528,7 @@ def check_coverage(runs: list[Run]) -> None:
         assert type(getattr(importlib.import_module(model_module), class_name).parallelizer).__name__ == parallelizer
     assert any(run.case.world == 4 for run in runs)
     tensor_parallel = [run for run in runs if run.case.tp > 1]
-    assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl", "gemma3"}
+    assert {run.case.family for run in tensor_parallel} >= {"llama", "llava", "qwen2_5_vl", "gemma3", "qwen2_audio"}
     assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
     assert any(run.case.peft for run in tensor_parallel), "no LoRA under tensor parallelism"
     assert any(run.case.teacher for run in tensor_parallel), "no distillation under tensor parallelism"
