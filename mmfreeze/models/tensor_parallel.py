@@ -16,9 +16,11 @@ followed here on the model built on the meta device, without a device mesh:
   ``SequenceParallelAllGatherActivation`` change only how inputs and outputs are laid out). The framework
   applies each exact torch style as its LoRA variant (``translate_to_lora``), which places a Linear's own
   parameters as torch does and its LoRA adapters too: ``ColwiseParallelLora`` on dim 0, ``RowwiseParallelLora``
-  ``lora_A`` and ``lora_B`` on dim 1. The framework's
-  ``ReplicatedWithGradAllReduce`` (Gemma3's q/k norms) keeps parameters whole: it only marks their gradients
-  to be summed over the tensor-parallel ranks. Any other style is refused, naming it.
+  ``lora_A`` and ``lora_B`` on dim 1. The framework's ``ReplicatedWithGradAllReduce`` (Gemma3's q/k norms)
+  keeps parameters whole: it only marks their gradients to be summed over the tensor-parallel ranks. Any
+  other style is refused, naming it;
+- a tied tensor the plan splits under one of its names alone is refused: the other module would hold a
+  DTensor beside plain inputs, and a stock run of such a model stops in its first forward.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class TensorParallelPlanError(MmfreezeError):
     mmfreeze does not follow."""
 
 
-_PLANS: dict[tuple[str, bool, int], dict[str, int]] = {}
+_PLANS: dict[tuple[str, frozenset[str], bool, int], dict[str, int]] = {}
 """Each model's split, read once per process: a diff's cost sizes one recipe several times."""
 
 
