@@ -21,10 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from mmfreeze.distributed.native import native_support
 from mmfreeze.exceptions import MissingModelConfigError, MmfreezeError, SnapshotError, first_line
-from mmfreeze.freeze.compiler.recipe import compiled_frozen_set
-from mmfreeze.freeze.compiler.target import made_for
 from mmfreeze.models.batch import BuildTick
-from mmfreeze.recipes.layout import COMPILED_FOR, SECTION
 from mmfreeze.recipes.recipe import Recipe
 from mmfreeze.resolver.overrides import override_specs
 from mmfreeze.snapshots.compute import compute_snapshot, prefetch
@@ -207,8 +204,6 @@ def _check(path: Path, located: _Located, mode: Mode, run: SnapshotRun) -> Recip
     if stored == text:
         return located.outcome("passed", run.root, nemo_automodel=native)
     outcome = replace(_compared(stored, snapshot, recipe, located, run), nemo_automodel=native)
-    if mode == "update" and (kept := _sole_record(recipe, snapshot, run)) is not None:
-        return located.outcome("input_error", run.root, message=kept)
     if mode == "update" or (mode == "accept-release" and outcome.status in RELEASE_ONLY):
         return _written(located, text, run, replace(outcome, status="updated"))
     return outcome
@@ -254,24 +249,6 @@ def _cost(change: RecipeChange, result: FrozenSetResult, recipe: Recipe, run: Sn
     return moved_cost(recipe, result, change.newly_frozen, change.newly_trainable,
                       world_setting=run.workspace.settings.world_size,
                       loaded=run.workspace.loaded(run.workspace.request(recipe)))
-
-
-def _sole_record(recipe: Recipe, snapshot: Snapshot, run: SnapshotRun) -> str | None:
-    """Why ``snapshot`` must not replace the stored one, made where the recipe's sections were
-    compiled: it is this environment's only record of that model tree's tensor names, without which
-    the sections could no longer be held to their source here
-    (:func:`~mmfreeze.freeze.compiler.recipe.compiled_frozen_set`); ``None`` when nothing is lost."""
-    compiled, header = recipe.compiled, snapshot.header
-    if (compiled is None or run.workspace.recorded(recipe) is None
-            or made_for(header.framework, header.transformers, header.builder) == compiled.compiled_for):
-        return None
-    structure = run.workspace.structure(run.workspace.request(recipe))
-    if compiled_frozen_set(recipe, structure, None) is not None:
-        return None
-    return (f"{recipe.display_path}: {SECTION}.{COMPILED_FOR}: not updated: its snapshot, made where the compiled "
-            f"sections were ({compiled.compiled_for}), is the only record of that model tree's tensor names, and "
-            f"without it they could not be held to their source here; run `mmfreeze snapshot --update "
-            f"{recipe.display_path}` in that environment")
 
 
 def builder_switch(stored: SnapshotHeader, now: SnapshotHeader) -> str | None:
