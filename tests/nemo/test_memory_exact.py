@@ -104,6 +104,8 @@ class Case:
     tp: int = 1
     """``distributed.tp_size``: the framework's tensor-parallel plan splits the language model over this many of
     the ranks, and FSDP2 shards each slice over the rest."""
+    sequence_parallel: bool = False
+    """``distributed.sequence_parallel``: the framework's plan adds its sequence-parallel styles."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -146,6 +148,8 @@ CASES = (
     # Hugging Face plans), the vocabulary split 66/65 between the two tensor-parallel ranks
     Case("llama_tensor_parallel", "llama", 2, "bfloat16", freeze_config={"freeze_modules": [{"path": "model.embed_tokens"}]},
          tp=2),
+    Case("llama_sequence_parallel", "llama", 2, "float32",  # the plan's sequence-parallel styles keep norms whole
+         freeze_config={"freeze_modules": [{"path": "model.embed_tokens"}]}, tp=2, sequence_parallel=True),
     Case("llava_tensor_parallel", "llava", 2, "float32",
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}]}, tp=2),
     Case("qwen2_5_vl_tensor_parallel_4_ranks", "qwen2_5_vl", 4, "bfloat16",  # 2 data-parallel x 2 tensor-parallel
@@ -344,6 +348,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
         **({"peft": case.peft} if case.peft is not None else {}),
         "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": case.tp, "cp_size": 1, "pp_size": 1,
+                        "sequence_parallel": case.sequence_parallel,
                         "multimodal": {"frozen_sharding": case.frozen_sharding}},
         "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
         "optimizer": case.optimizer,
@@ -517,7 +522,7 @@ def check_coverage(runs: list[Run]) -> None:
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
     distillation teacher, and tensor parallelism in five families, one case beside data parallelism, one with LoRA,
-    one under `replicate` and one distilled."""
+    one under `replicate`, one distilled and one with sequence parallelism."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3"}
@@ -532,6 +537,7 @@ def check_coverage(runs: list[Run]) -> None:
     assert any(run.case.world > run.case.tp for run in tensor_parallel), "no case with data- and tensor-parallel ranks"
     assert any(run.case.peft for run in tensor_parallel), "no LoRA under tensor parallelism"
     assert any(run.case.teacher for run in tensor_parallel), "no distillation under tensor parallelism"
+    assert any(run.case.sequence_parallel for run in tensor_parallel), "no sequence parallelism"
     for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
         [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
         assert o_proj["local_shape"][1] * run.case.tp == o_proj["shape"][1], (run.case.name, o_proj)
