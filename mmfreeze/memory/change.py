@@ -94,7 +94,8 @@ def change_cost(
     """The cost of going from ``before_frozen`` to ``after`` (both on ``after.structure``), and of
     each group's move alone (``groups``: (kind, label) -> the names that moved). ``loaded``: the
     model as this run built it, which says whether the framework trains another class than the
-    one built here (then there is no figure). A world size mmfreeze cannot know, or an input it
+    one built here (then there is no figure) and, under tensor parallelism, how its plan splits it
+    (every figure of the change needs that). A world size mmfreeze cannot know, or an input it
     cannot size, is said, never guessed."""
     if world_size is None:
         return ChangeCost(unsized=NO_WORLD_SIZE)
@@ -102,12 +103,13 @@ def change_cost(
         # differences of one recipe's figures: a distillation teacher, the same in each, is left out
         base = recipe_memory(recipe, after, world_size=world_size, frozen_names=before_frozen, loaded=loaded,
                              delta_only=True)
-        whole = _delta(base, recipe_memory(recipe, after, world_size=world_size, delta_only=True), after,
-                       before_frozen, after.frozen)
+        whole = _delta(base, recipe_memory(recipe, after, world_size=world_size, loaded=loaded, delta_only=True),
+                       after, before_frozen, after.frozen)
         parts = []
         for (kind, label), names in groups.items():
             moved = before_frozen ^ names  # that group alone moved
-            alone = recipe_memory(recipe, after, world_size=world_size, frozen_names=moved, delta_only=True)
+            alone = recipe_memory(recipe, after, world_size=world_size, frozen_names=moved, loaded=loaded,
+                                  delta_only=True)
             parts.append(GroupCost(kind=kind, label=label, delta=_delta(base, alone, after, before_frozen, moved)))
     except MmfreezeError as error:
         return ChangeCost(unsized=error.message if error.key is None else f"{error.key}: {error.message}")

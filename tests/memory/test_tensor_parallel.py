@@ -202,3 +202,31 @@ def test_a_tp_size_the_frameworks_own_check_refuses_is_refused_with_its_words(tm
     assert "distributed.tp_size" in result.output
     if FRAMEWORK_BUILDS:
         assert "must be divisible by TP size (3)" in result.output, result.output
+
+
+def test_what_a_change_costs_under_tensor_parallelism_is_the_difference_of_its_two_figures(tmp_path: Path) -> None:
+    """A diff's cost sizes the recipe before, after, and per moved group: each of them is split by the plan
+    (where the framework builds; elsewhere the cost says why it is not sized)."""
+    from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
+    from mmfreeze.memory.change import change_cost
+    from mmfreeze.memory.recipe import recipe_memory
+    from mmfreeze.models.cache import StructureCache
+    from mmfreeze.models.loader import load_structure
+    from mmfreeze.recipes.recipe import load_recipe
+
+    recipe = load_recipe(write(tmp_path, tp_size=2), root=tmp_path)
+    loaded = load_structure(model_request(recipe, choose_builder("auto")), StructureCache(None))
+    after = recipe_frozen_set(recipe, loaded.structure)
+    tower = frozenset(name for name in after.frozen if name.startswith("model.vision_tower."))
+    group = ("newly frozen", "model.vision_tower (vision tower)")
+    cost = change_cost(recipe, after, after.frozen - tower, {group: tower}, world_size=4, loaded=loaded)
+    if not FRAMEWORK_BUILDS:
+        assert cost.total is None and cost.unsized.startswith("distributed.tp_size: is sized where"), cost.unsized
+        return
+    assert cost.unsized is None, cost.unsized
+    before = recipe_memory(recipe, after, world_size=4, frozen_names=after.frozen - tower, loaded=loaded)
+    now = recipe_memory(recipe, after, world_size=4, loaded=loaded)
+    saved = min(sum((n.parameters, n.gradients, n.optimizer)) - sum((b.parameters, b.gradients, b.optimizer))
+                for b, n in zip(before.ranks, now.ranks, strict=True))
+    assert cost.total is not None and cost.total.total == saved < 0
+    assert [g.delta for g in cost.groups] == [cost.total]
