@@ -108,8 +108,9 @@ def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapp
     dims: dict[str, int | None] = {}
     placed: dict[str, set[str]] = {}
     for key, style in plan.items():
+        rule = _rule(style, key=key, source=source)  # once per entry: a layer pattern matches every layer
         for path, module in _matched(model, key):
-            for name, dim in _placements(style, module, by_module.get(path, ()), key=key, source=source):
+            for name, dim in _placements(rule, module, by_module.get(path, ()), key=key, source=source):
                 name = f"{path}.{name}" if path else name
                 parameter = canonical.get(name, name)
                 if dims.setdefault(parameter, dim) != dim:
@@ -122,9 +123,10 @@ def tensor_parallel_dims(model: nn.Module, structure: ModelStructure, plan: Mapp
         if dims[parameter] is not None and (unplaced := names.get(parameter, under) - under):
             raise TensorParallelPlanError(
                 f"the framework's plan splits {sorted(under)[0]} but not the same tensor as {sorted(unplaced)[0]} (tied "
-                "weights), whose module then holds a DTensor beside plain inputs: a stock tp_size 2 run of such a model (LLaVA with tied embeddings, whose "
-                "plan splits lm_head alone) stops in its first forward here ('aten.mm.default got mixed torch.Tensor "
-                "and DTensor'): not sized", source=source, key="distributed.tp_size")
+                "weights), whose module then holds a DTensor beside plain inputs: a stock tp_size 2 run of such a "
+                "model (LLaVA with tied embeddings, whose plan splits lm_head alone) stops in its first forward here "
+                "('aten.mm.default got mixed torch.Tensor and DTensor'): not sized", source=source,
+                key="distributed.tp_size")
     return {name: dim for name, dim in dims.items() if dim is not None}
 
 
@@ -143,23 +145,27 @@ def _matched(module: nn.Module, key: str, prefix: str = "") -> Iterator[tuple[st
                 yield path, child
 
 
-def _placements(style: Any, module: nn.Module, adapters: Collection[str], *, key: str,
-                source: str) -> Iterator[tuple[str, int | None]]:
-    """Each parameter of ``module`` (recursively, as the styles iterate them), its LoRA ``adapters``
-    (``lora_A.weight``, ...) included, and the dim ``style`` splits it on (``None``: whole)."""
-    from torch import nn
+@dataclass(frozen=True)
+class _Rule:
+    """How a plan entry's style places parameters: ``kind`` is ``colwise``, ``rowwise``, ``whole`` (every
+    parameter kept whole) or ``none`` (the style holds no parameter); ``translated``: the framework applies
+    its LoRA variant, which places LoRA adapters too; ``style``: the torch class it counts as."""
+
+    kind: str
+    translated: bool
+    style: str
+
+
+def _rule(style: Any, *, key: str, source: str) -> _Rule:
+    """``style``'s placements, or a refusal naming it."""
     from torch.distributed.tensor.parallel import (
         ColwiseParallel, PrepareModuleInput, PrepareModuleInputOutput, PrepareModuleOutput, RowwiseParallel,
         SequenceParallel)
 
     if type(style) is framework_attribute(PARALLEL_STYLES, TP_LOCAL_STYLE):  # marks the gradients' reduction alone
-        yield from ((name, None) for name, _ in module.named_parameters())
-        return
+        return _Rule(kind="whole", translated=False, style=TP_LOCAL_STYLE)
     torch_styles = {kind.__name__: kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel)}
     lora_variants = {framework_attribute(PARALLEL_STYLES, lora): torch_styles[kind] for lora, kind in TP_LORA_STYLES.items()}
-    # What the framework applies: an exact torch style becomes its LoRA variant (translate_to_lora, which swaps
-    # the class of the plan's own objects, so a plan read after a run in this process may hold the variant).
-    translated = type(style) in (*torch_styles.values(), *lora_variants)
     base = lora_variants.get(type(style)) or next(
         (kind for kind in (ColwiseParallel, RowwiseParallel, SequenceParallel, PrepareModuleInput,
                            PrepareModuleOutput, PrepareModuleInputOutput) if isinstance(style, kind)), None)
@@ -168,27 +174,39 @@ def _placements(style: Any, module: nn.Module, adapters: Collection[str], *, key
         raise TensorParallelPlanError(
             f"the framework's plan applies {type(style).__module__}.{type(style).__qualname__} to {key!r}, a style "
             "whose placements mmfreeze does not follow: not sized", source=source, key="distributed.tp_size")
-    if base in (PrepareModuleInput, PrepareModuleOutput, PrepareModuleInputOutput):
+    # What the framework applies: an exact torch style becomes its LoRA variant (translate_to_lora, which swaps
+    # the class of the plan's own objects, so a plan read after a run in this process may hold the variant).
+    translated = type(style) in (*torch_styles.values(), *lora_variants)
+    kind = {ColwiseParallel: "colwise", RowwiseParallel: "rowwise", SequenceParallel: "whole"}.get(base, "none")
+    return _Rule(kind=kind, translated=translated, style=base.__name__)
+
+
+def _placements(rule: _Rule, module: nn.Module, adapters: Collection[str], *, key: str,
+                source: str) -> Iterator[tuple[str, int | None]]:
+    """Each parameter of ``module`` (recursively, as the styles iterate them), its LoRA ``adapters``
+    (``lora_A.weight``, ...) included, and the dim ``rule`` splits it on (``None``: whole)."""
+    from torch import nn
+
+    if rule.kind == "none":
         return
-    parameters = list(module.named_parameters())
-    if base is SequenceParallel:
-        yield from ((name, None) for name, _ in parameters)
+    parameters = [name for name, _ in module.named_parameters()]
+    if rule.kind == "whole":
+        yield from ((name, None) for name in parameters)
         return
-    colwise = base is ColwiseParallel
+    colwise = rule.kind == "colwise"
     if isinstance(module, nn.Linear):
-        yield from ((name, 0 if colwise else (1 if name == "weight" else None)) for name, _ in parameters)
+        yield from ((name, 0 if colwise else (1 if name == "weight" else None)) for name in parameters)
         # ColwiseParallelLora splits every parameter of the module on dim 0, adapters included;
         # RowwiseParallelLora splits lora_A and lora_B on dim 1 and keeps the rest of its adapters whole.
         # A subclass style, which the framework does not translate, keeps torch's own rule.
-        yield from ((name, 0 if colwise else (1 if translated and name in LORA_MATRICES else None))
+        yield from ((name, 0 if colwise else (1 if rule.translated and name in LORA_MATRICES else None))
                     for name in adapters)
     elif adapters:
         raise TensorParallelPlanError(f"the framework's plan splits {key!r}, a {type(module).__name__} with LoRA "
                                       "adapters, which mmfreeze does not follow: not sized", source=source, key="peft")
     elif isinstance(module, nn.Embedding):
-        yield from ((name, 1 if colwise else 0) for name, _ in parameters)
+        yield from ((name, 1 if colwise else 0) for name in parameters)
     else:
         raise TensorParallelPlanError(
-            f"the framework's plan applies {base.__name__} to {key!r}, which matches a {type(module).__name__}, "
+            f"the framework's plan applies {rule.style} to {key!r}, which matches a {type(module).__name__}, "
             "neither a Linear nor an Embedding: torch refuses it", source=source, key="distributed.tp_size")
-
