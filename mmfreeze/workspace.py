@@ -23,7 +23,7 @@ from mmfreeze.freeze.compiler.target import CompileTarget, compile_target
 from mmfreeze.freeze.recipe_model import model_request, recipe_frozen_set
 from mmfreeze.models.cache import StructureCache
 from mmfreeze.models.config_sources import ModelConfigSource
-from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, built_label, choose_builder
+from mmfreeze.models.framework import TRANSFORMERS_BUILDER, BuilderChoice, built_label, choose_builder, framework_renames
 from mmfreeze.models.loader import LoadedStructure, ModelRequest, find_config, load_structure
 from mmfreeze.reachability.recipe import probed_request
 from mmfreeze.recipes.discovery import RecipeFinder
@@ -142,8 +142,21 @@ class Workspace:
 
     def recorded(self, recipe: Recipe) -> Renames | None:
         """For a recipe with compiled sections: the checkpoint renames of the tree they were compiled
-        on, as the snapshot made there records them (what compares them where that tree is not
-        built), read once per command; ``None`` otherwise."""
+        on (what compares them where that tree is not built), read once per command: as the
+        snapshot made there records them, else as mmfreeze's record of the framework's classes does
+        (:func:`~mmfreeze.models.framework.framework_renames`); ``None`` otherwise."""
         compiled = recipe.compiled
-        return memoized(self._recorded, recipe.path,
-                        lambda: None if compiled is None else self.records(recipe.path, compiled.compiled_for))
+
+        def read() -> Renames | None:
+            if compiled is None:
+                return None
+            held = self.records(recipe.path, compiled.compiled_for)
+            if held is not None:
+                return held
+            try:
+                config = self.config(self.request(recipe)).config
+            except MmfreezeError:  # the build says so, for this recipe alone
+                return None
+            return framework_renames(compiled.compiled_for, config)
+
+        return memoized(self._recorded, recipe.path, read)

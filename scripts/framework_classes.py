@@ -28,6 +28,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
+from generated_file import write_or_check
+
 OUTPUT = Path(__file__).resolve().parent.parent / "mmfreeze" / "models" / "framework_classes.json"
 DISTRIBUTION = "nemo-automodel"
 
@@ -141,13 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{DISTRIBUTION} is not installed here: run this in the framework's environment (.venv-framework)")
         return 2
     text = render(generate(root, version))
-    if args.check:
-        same = OUTPUT.is_file() and OUTPUT.read_text(encoding="utf-8") == text
-        print(f"{OUTPUT.name} {'matches' if same else 'differs from'} nemo-automodel {version}")
-        return 0 if same else 1
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT} ({len(json.loads(text)['architectures'])} architectures, nemo-automodel {version})")
-    return 0
+    return write_or_check(OUTPUT, text, check=args.check, made_from=f"nemo-automodel {version}",
+                          written=f"{len(json.loads(text)['architectures'])} architectures, nemo-automodel {version}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ other, by an explicit, recorded choice (:class:`BuilderChoice`):
 When the transformers class is built for an architecture the framework builds itself, the
 snapshot says so (:func:`divergence_statement`), from ``framework_classes.json`` (package data
 written by ``scripts/framework_classes.py`` from the framework's own registry), so the statement
-is the same on a machine without the framework. Nothing here imports torch, transformers or nemo.
+is the same on a machine without the framework. How those classes name the checkpoint's tensors
+is recorded beside it (``framework_renames.json``, :func:`framework_renames`), so a section compiled
+on them is compared where they are not built. Nothing here imports torch, transformers or nemo.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.boundary.names import DISTRIBUTION, PACKAGE_PREFIX, transformers_pin
 from mmfreeze.exceptions import SettingsError
+from mmfreeze.models.renames import Renames
 from mmfreeze.recipes.composite import COMPOSITE_TARGETS
 from mmfreeze.settings import BUILDER_SETTINGS, BuilderSetting, FallbackSetting
 from mmfreeze.versions import installed_version
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from mmfreeze.models.structure import ModelStructure
 
 DATA_FILE = "framework_classes.json"
+RENAMES_FILE = "framework_renames.json"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +192,25 @@ def framework_class_for(config: Mapping[str, Any]) -> FrameworkClass | None:
         classes.append((entry["module"], entry["class"]))
     return FrameworkClass(architecture=architectures[0], classes=tuple(dict.fromkeys(classes)),
                           config_dependent=bool(entry.get("config_dependent")))
+
+
+@cache
+def _renames_data() -> Mapping[str, Any]:
+    """``framework_renames.json`` (package data)."""
+    return json.loads(resources.files("mmfreeze.models").joinpath(RENAMES_FILE).read_text(encoding="utf-8"))
+
+
+def framework_renames(made_for: str, config: Mapping[str, Any]) -> Renames | None:
+    """How the class the framework builds for this config.json content names the checkpoint's
+    tensors, where ``made_for`` (a ``compiled_for`` value) is the environment
+    ``framework_renames.json`` was recorded in; ``None`` where it records none (another
+    environment, transformers' class, a class whose state-dict adapter renames nothing or that no
+    bundled recipe builds, or two candidate classes that rename differently)."""
+    data, framework_class = _renames_data(), framework_class_for(config)
+    if framework_class is None or data["made_for"] != made_for:
+        return None
+    entries = [data["classes"][name] for _, name in framework_class.classes if name in data["classes"]]
+    return Renames.from_json(entries[0]) if len(entries) == 1 else None
 
 
 def divergence_statement(

@@ -128,6 +128,15 @@ def test_committed_framework_classes_json_is_the_scripts_output_for_the_installe
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
+
+def test_committed_framework_renames_json_is_the_scripts_output_for_the_bundled_snapshots() -> None:
+    """``framework_renames.json`` is read off the bundled snapshots that the framework's classes made,
+    which `.ci/framework_env` checks against those classes and their state-dict adapters."""
+    completed = subprocess.run([sys.executable, "scripts/framework_renames.py", "--check"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "matches the bundled snapshots" in completed.stdout
+
 REGISTERED_THEN_BUILT = """
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 import nemo_automodel._transformers.registry  # registers the framework's config classes with AutoConfig

@@ -5,7 +5,7 @@ environment, the same frozen set and rates on the class it builds."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from mmfreeze.exceptions import CompiledSectionError
 from mmfreeze.freeze.compiler.target import CompileTarget, release_of
@@ -64,6 +64,20 @@ def check_compiled_trains(compiled: FrozenSetResult, wanted: FrozenSetResult, *,
             f"out of step with its source under `{SECTION}:` on {target.describe()}: {'; '.join(moved)}. The stock "
             f"framework trains the compiled section: run `{MIGRATE}` to compile it again from the source "
             f"(`{MIGRATE} {source}`; edit the source first if the compiled edit was meant)", source=source, key=key)
+
+
+def unreachable_here(compiled: CompiledSections, *, target: CompileTarget, source: str) -> NoReturn:
+    """The compiled sections name a model tree this environment neither builds nor can name (their
+    selectors match nothing on its class, even through its release's conversion mapping, and
+    neither a snapshot made where they were compiled nor mmfreeze's record of the framework's
+    classes gives that tree's names): a :class:`CompiledSectionError` that says where they can be
+    held to their source, never a skip."""
+    raise CompiledSectionError(
+        f"cannot be held to its source here: it was compiled on the model tree of {compiled.compiled_for}, which "
+        f"this environment ({target.describe()}) does not build, and nothing here records that tree's tensor names "
+        f"(neither this recipe's snapshot nor mmfreeze's record of the framework's classes). Check it where it "
+        f"was compiled, or run `mmfreeze snapshot --update {source}` there and commit that snapshot: it records "
+        f"the names this check needs", source=source, key=f"{SECTION}.{COMPILED_FOR}")
 
 
 def _rate_of(result: FrozenSetResult) -> dict[str, tuple[float, float]]:

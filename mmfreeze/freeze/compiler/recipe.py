@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mmfreeze.exceptions import MmfreezeError
-from mmfreeze.freeze.compiler.check import check_compiled, check_compiled_trains
+from mmfreeze.freeze.compiler.check import check_compiled, check_compiled_trains, unreachable_here
 from mmfreeze.freeze.compiler.sections import compile_sections
 from mmfreeze.freeze.compiler.target import CompileTarget
 from mmfreeze.freeze.engine import FrozenSetResult, trained_structure
@@ -39,12 +39,15 @@ def hold_compiled(
     in every environment, applied as the framework applies them, they must train what the source
     does on ``structure`` (:func:`~mmfreeze.freeze.compiler.check.check_compiled_trains`), so the
     source's set is also the compiled section's. ``recorded``: the checkpoint renames of the builder
-    ``compiled_for`` names, as its snapshot recorded them, for sections compiled on a tree this
-    environment does not build (:func:`compiled_frozen_set`)."""
+    ``compiled_for`` names, for sections compiled on a tree this environment does not build
+    (:func:`compiled_frozen_set`)."""
     elsewhere = recipe.compiled.compiled_for != target.describe()
     trained = compiled_frozen_set(recipe, structure, recorded if elsewhere else None)
     if trained is not None:  # in every environment: what the stock framework trains
         check_compiled_trains(trained, result, target=target, source=recipe.display_path)
+    elif elsewhere:  # never skipped: what cannot be compared here is said, with where it can be
+        unreachable_here(recipe.compiled, target=target, source=recipe.display_path)
+    # compiled here, a section that does not apply here is not what the source compiles to: said below
     expected = compile_sections(result, structure, recipe.document, target=target, source=recipe.display_path,
                                 grouping=grouping)
     check_compiled(recipe.compiled, expected, target=target, source=recipe.display_path)
@@ -81,12 +84,13 @@ def compiled_frozen_set(recipe: Recipe, structure: ModelStructure, recorded: Ren
       as `migrate` moves them (:mod:`mmfreeze.freeze.release_renames`);
     - the framework's own class (``visual`` of its Qwen2.5-Omni thinker), which this environment
       does not build: the sections are applied on this class under that builder's names, through
-      the checkpoint (``recorded``: its renames as its snapshot recorded them), and the set is
-      named back.
+      the checkpoint (``recorded``: its renames, :meth:`mmfreeze.workspace.Workspace.recorded`),
+      and the set is named back.
 
-    ``None`` where neither reaches: no snapshot made where ``compiled_for`` points records that
-    builder's names (a repository that commits only another environment's snapshots), and only
-    that environment compares the sections."""
+    ``None`` where none of these reaches: neither the snapshot made where ``compiled_for`` points
+    nor mmfreeze's record of the framework's classes gives that builder's names, and only that
+    environment can compare the sections
+    (:func:`~mmfreeze.freeze.compiler.check.unreachable_here` says so)."""
     document = recipe.framework_document
     as_read = replace(recipe, document=document, compiled=None)
     try:
