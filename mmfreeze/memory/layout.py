@@ -20,6 +20,14 @@ backward reshards them; a model that only runs forward (a distillation teacher) 
 
 A unit owns the parameters of its subtree that no earlier (inner) unit owns. Pure: it reads the
 module tree of a :class:`~mmfreeze.models.structure.ModelStructure` and a frozen set.
+
+Above ``ep_size`` 1, 0.7.0 shards every model with its MoE parallelizer instead
+(``components/moe/parallelizer.py``, ``apply_fsdp``; :func:`plan_moe_layout`): each decoder block of
+the text model, its ``MoE`` layer's experts left out (an FSDP2 unit of their own over the
+``ep_shard`` ranks where there are more than one, else none: expert parallelism owns them), the
+untied input and output embeddings, each multimodal module that trains (under ``per_layer`` each
+frozen one's layers), the text model, then the root. Every unit stays gathered after its forward
+(``reshard_after_forward`` False, its default).
 """
 
 from __future__ import annotations
@@ -39,6 +47,10 @@ MULTIMODAL_MODULE_NAMES = frozenset({
     "vision_projector", "vit_large_projector", "audio_projector",
 })
 """0.7.0's ``MULTIMODAL_TOWER_NAMES + MULTIMODAL_PROJECTOR_NAMES``: attribute names, not paths."""
+TEXT_MODULE_ATTRS = ("language_model", "text_model", "text_decoder")
+"""0.7.0's ``get_text_module``: where a model nests its text model."""
+MOE_LAYER = "MoE"
+"""The class of 0.7.0's MoE layer (``components/moe/layers.py``), a block's ``moe`` or ``mlp``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +90,86 @@ def plan_fsdp_layout(structure: ModelStructure, frozen: frozenset[str], frozen_s
         owned.update(names)
         units.append(FsdpUnit(path=path, parameters=names, gathered=path in gathered))
     return FsdpLayout(units=tuple(units), replicated=frozenset(replicated))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeModel:
+    """Where 0.7.0's MoE parallelizer finds a model's parts (``apply_ep``, ``apply_fsdp``)."""
+
+    text: str
+    """The text model (``get_text_module`` of ``model.model``, else of the model)."""
+    blocks: tuple[str, ...]
+    """Its decoder blocks (``layers``), then a multi-token-prediction head's (``mtp.layers``)."""
+    experts: tuple[str, ...]
+    """The ``experts`` module of each block's ``MoE`` layer."""
+    expert_parameters: frozenset[str]
+    """Their own parameters (``named_parameters(recurse=False)``): what expert parallelism splits."""
+
+
+def moe_model(structure: ModelStructure) -> MoeModel:
+    """The text model, its blocks and their experts, as the MoE parallelizer walks them."""
+    modules = structure.modules
+    outer = "model" if "model" in modules else ""
+    text = next((f"{outer}.{name}".lstrip(".") for name in TEXT_MODULE_ATTRS if f"{outer}.{name}".lstrip(".") in modules),
+                outer)
+    tree = _Tree(structure, frozenset())
+    blocks = [*tree.children.get(f"{text}.layers".lstrip("."), []), *tree.children.get("mtp.layers", [])]
+    experts = [f"{block}.{layer}.experts" for block in blocks for layer in ("moe", "mlp")
+               if modules.get(f"{block}.{layer}") == MOE_LAYER and f"{block}.{layer}.experts" in modules]
+    owned = {f"{path}." for path in experts}
+    names = frozenset(info.name for info in structure.parameters
+                      if any(info.name.startswith(prefix) and "." not in info.name[len(prefix):] for prefix in owned))
+    return MoeModel(text=text, blocks=tuple(blocks), experts=tuple(experts), expert_parameters=names)
+
+
+def plan_moe_layout(structure: ModelStructure, frozen: frozenset[str], frozen_sharding: FrozenSharding, *,
+                    experts_sharded: bool) -> FsdpLayout:
+    """The MoE parallelizer's FSDP2 units for ``structure`` with ``frozen`` frozen; ``experts_sharded``:
+    the ``ep_shard`` mesh has more than one rank, so each block's experts are a unit of their own."""
+    tree, moe = _Tree(structure, frozen), moe_model(structure)
+    experts_of = {path.rsplit(".", 2)[0]: path for path in moe.experts}
+    wrapped: list[str] = []
+    for block in moe.blocks:
+        if experts_sharded and block in experts_of:
+            wrapped.append(experts_of[block])
+        wrapped.append(block)
+    embed, lm_head = (_child(structure, moe.text, "embed_tokens"),
+                      _child(structure, moe.text, "lm_head") or _child(structure, "", "lm_head"))
+    tied = bool(embed and lm_head) and _tied(structure, embed, lm_head)
+    wrapped += [path for path in (None if tied else embed, _child(structure, moe.text, "embed_norm"),
+                                  None if tied else lm_head) if path]
+    replicated: set[str] = set()
+    for path in _multimodal_modules(structure):
+        if not tree.fully_frozen(path):
+            wrapped.append(path)
+        elif frozen_sharding == "per_layer":
+            wrapped += tree.layers_of(path) or [path]
+        elif frozen_sharding == "replicate":
+            replicated.update(tree.parameters_under(path))
+    if moe.text and not (tied and lm_head and not lm_head.startswith(f"{moe.text}.")):
+        wrapped.append(moe.text)
+    owned = set(replicated) | (set() if experts_sharded else set(moe.expert_parameters))
+    units = []
+    for path in [*wrapped, ""]:
+        names = tuple(name for name in tree.parameters_under(path) if name not in owned)
+        owned.update(names)
+        units.append(FsdpUnit(path=path, parameters=names, gathered=True))
+    return FsdpLayout(units=tuple(units), replicated=frozenset(replicated))
+
+
+def _child(structure: ModelStructure, parent: str, name: str) -> str | None:
+    path = f"{parent}.{name}".lstrip(".")
+    return path if path in structure.modules and path not in structure.module_aliases else None
+
+
+def _multimodal_modules(structure: ModelStructure) -> list[str]:
+    """0.7.0's ``iter_multimodal_modules``: the outermost modules named as a tower or projector, in module order."""
+    found: list[str] = []
+    for path in structure.modules:
+        if path and path not in structure.module_aliases and path.rpartition(".")[2] in MULTIMODAL_MODULE_NAMES \
+                and not any(path.startswith(f"{taken}.") for taken in found):
+            found.append(path)
+    return found
 
 
 class _Tree:
@@ -123,6 +215,17 @@ class _Tree:
                     replicated.update(self.parameters_under(child))
                 continue
             self.visit(child, sharding, wrapped, gathered, replicated)
+
+    def layers_of(self, path: str) -> list[str]:
+        """0.7.0's ``_shard_layer_containers_recursively``: the items of every layer container below ``path``."""
+        found: list[str] = []
+        for child in self.children.get(path, []):
+            if self.kind(child):
+                for item in self.children.get(child, []):
+                    found += self.layers_of(item) if self.kind(item) else [item]
+            else:
+                found += self.layers_of(child)
+        return found
 
     def untied_embeddings(self, wrapped: Iterable[str]) -> list[str]:
         """Rule 3: the input and output embedding modules, when untied, trainable and not units yet."""

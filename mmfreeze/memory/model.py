@@ -19,6 +19,11 @@ torch 2.14, ``torch/distributed/fsdp/_fully_shard``; written out in ``docs/memor
   and everything above applies to the slice over the ``world / tp`` data-parallel ranks. An uneven split
   (a vocabulary of 131 rows over 2 ranks) makes every figure differ between ranks.
 
+- **Expert parallelism** (``ep_size`` above 1): rank ``r`` is expert-parallel rank ``r % ep`` of the
+  ``ep_shard x ep`` mesh. Each expert parameter is first cut to that rank's experts (``Shard(0)``, an
+  even split: the framework requires it); over ``ep_shard`` ranks above 1 FSDP2 shards that slice on its
+  dim 1 (padded like dim 0), else it holds the slice whole, with a gradient of its own of the same size.
+
 It assumes every trainable parameter gets a gradient in every step (the loss reaches it: see
 `mmfreeze explain`'s reachability). Activations, buffers, the optimizer's Python objects and the
 allocator's rounding are out of scope.
@@ -43,6 +48,17 @@ ALL_GATHER_DTYPE = "bfloat16"
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExpertParallel:
+    """How expert parallelism splits a model's expert parameters."""
+
+    size: int
+    """``ep_size``: the ranks each expert parameter's experts are split over."""
+    shard: int
+    """The ``ep_shard`` ranks FSDP2 shards each slice over (1: not at all)."""
+    parameters: frozenset[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemoryInputs:
     """Everything the memory model reads, as the framework would run the recipe."""
 
@@ -58,6 +74,7 @@ class MemoryInputs:
     tp_dims: Mapping[str, int] = field(default_factory=dict)
     """Canonical parameter name -> the dim the framework's tensor-parallel plan splits it on; a parameter
     absent is whole on every tensor-parallel rank."""
+    expert_parallel: ExpertParallel | None = None
     teacher: MemoryInputs | None = None
     """A distillation recipe's teacher, frozen whole on the same ranks: its parameters count on each rank."""
     forward_only: bool = False
@@ -94,7 +111,8 @@ class MemoryEstimate:
     units: int
     """FSDP2 units (the root included)."""
     gradient_buffers: int
-    """Units with a trainable parameter: each holds one reduce-scatter output its ``.grad``s are views of."""
+    """Gradient storages: one per unit with a trainable parameter (the reduce-scatter output its ``.grad``s are
+    views of), and one per trainable expert parameter FSDP2 leaves to expert parallelism (its own ``.grad``)."""
     replicated_tensors: int
     optimizer: str
     teacher: MemoryEstimate | None = None
@@ -122,39 +140,76 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     held = [{name: tensor_parallel_slice(info.shape, inputs.tp_dims.get(name), tp, tp_rank)
              for name, info in infos.items()} for tp_rank in range(tp)]
 
+    experts = inputs.expert_parallel
+    expert_names = experts.parameters if experts else frozenset()
+
+    def stored(name: str, shapes: Mapping[str, tuple[int, ...]]) -> int:
+        """Elements of a rank's storage of ``name``: its padded shard, or whole where nothing shards it."""
+        if name in replicated or (name in expert_names and experts.shard == 1):
+            return prod(shapes[name])
+        if name in expert_names:
+            return padded_shard_numel(_dim1_first(shapes[name]), experts.shard)
+        return padded_shard_numel(shapes[name], dp)
+
+    def local(name: str, shapes: Mapping[str, tuple[int, ...]], rank: int) -> int:
+        """Elements of ``rank``'s own part of ``name`` (unpadded): what its optimizer states are sized by."""
+        if name in expert_names:
+            return local_shard_numel(_dim1_first(shapes[name]), experts.shard, rank // experts.size)
+        return local_shard_numel(shapes[name], dp, rank // tp)
+
     def figures(rank: int) -> RankMemory:
-        shapes, dp_rank = held[rank % tp], rank // tp
-        parameters = sum(prod(shapes[name]) * size(name) if name in replicated
-                         else padded_shard_numel(shapes[name], dp) * size(name) for name in infos)
+        shapes = held[rank % tp] if experts is None else _expert_slices(held[0], experts, rank % experts.size)
+        parameters = sum(stored(name, shapes) * size(name) for name in infos)
         if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
             parameters += sum(_gathered_numel(unit.parameters, shapes, dp) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
                               for unit in inputs.layout.units if unit.gathered)
         return RankMemory(
             rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
-            gradients=sum(padded_shard_numel(shapes[name], dp) * size(name)
-                          for name in trainable if name not in replicated),
-            optimizer=sum(state.moments * local_shard_numel(shapes[name], dp, dp_rank) * size(name)
-                          + state.scalar_bytes for name in trainable))
+            gradients=sum(stored(name, shapes) * size(name) for name in trainable if name not in replicated),
+            optimizer=sum(state.moments * local(name, shapes, rank) * size(name) + state.scalar_bytes
+                          for name in trainable))
 
     state = inputs.optimizer
     teacher = None if inputs.teacher is None else estimate_memory(inputs.teacher)
     ranks = tuple(figures(rank) for rank in range(world))
-    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, held[0], dp),
+    first = held[0] if experts is None else _expert_slices(held[0], experts, 0)
+    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, first, dp),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),
                           gradient_buffers=sum(any(name not in inputs.frozen for name in unit.parameters)
-                                               for unit in inputs.layout.units),
+                                               for unit in inputs.layout.units)
+                          + (sum(name not in inputs.frozen for name in expert_names) if experts and experts.shard == 1
+                             else 0),
                           optimizer=state.name, teacher=teacher)
 
 
-def _gathered_numel(names: Iterable[str], shapes: Mapping[str, tuple[int, ...]], dp: int) -> int:
-    """A unit's all-gather output, in elements: its parameters' padded shards from every data-parallel rank."""
-    return sum(padded_shard_numel(shapes[name], dp) * dp for name in names)
+def _expert_slices(shapes: Mapping[str, tuple[int, ...]], experts: ExpertParallel,
+                   ep_rank: int) -> dict[str, tuple[int, ...]]:
+    """``shapes`` with each expert parameter cut to ``ep_rank``'s experts (``Shard(0)`` over ``ep_size``)."""
+    return {name: tensor_parallel_slice(shape, 0, experts.size, ep_rank) if name in experts.parameters else shape
+            for name, shape in shapes.items()}
+
+
+def _dim1_first(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """An expert slice as FSDP2 shards it (``_moe_shard_placement``: dim 1, dim 0 for a vector), dim 0 first."""
+    return shape if len(shape) < 2 else (shape[1], shape[0], *shape[2:])
+
+
+def _gathered_numel(names: Iterable[str], shapes: Mapping[str, tuple[int, ...]], dp: int,
+                    experts: ExpertParallel | None = None) -> int:
+    """A unit's all-gather output, in elements: its parameters' padded shards from every rank that shards them
+    (the data-parallel ranks; an expert slice's ``ep_shard`` ranks)."""
+    def gathered(name: str) -> int:
+        if experts is not None and name in experts.parameters:
+            return padded_shard_numel(_dim1_first(shapes[name]), experts.shard) * experts.shard
+        return padded_shard_numel(shapes[name], dp) * dp
+
+    return sum(map(gathered, names))
 
 
 def _peak(inputs: MemoryInputs, shapes: Mapping[str, tuple[int, ...]], dp: int) -> AllGatherPeak | None:
     """The largest unit's all-gather output: its padded parameters, whole over the data-parallel ranks (the
     first tensor-parallel rank's slices, the largest), in the compute dtype."""
-    sizes = [(_gathered_numel(unit.parameters, shapes, dp), unit.path)
+    sizes = [(_gathered_numel(unit.parameters, shapes, dp, inputs.expert_parallel), unit.path)
              for unit in inputs.layout.units if unit.parameters]
     if not sizes:
         return None

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from mmfreeze.boundary.names import PACKAGE_PREFIX
 from mmfreeze.memory.dtypes import parse_dtype
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError, UnknownDtypeError
-from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, plan_fsdp_layout
-from mmfreeze.memory.model import MemoryEstimate, MemoryInputs, estimate_memory
+from mmfreeze.memory.layout import FrozenSharding, FsdpLayout, moe_model, plan_fsdp_layout, plan_moe_layout
+from mmfreeze.memory.model import ExpertParallel, MemoryEstimate, MemoryInputs, estimate_memory
 from mmfreeze.memory.optimizer import OptimizerState, optimizer_state
 from mmfreeze.models.framework import framework_class_for
 from mmfreeze.models.tensor_parallel import plan_dims
@@ -38,8 +38,8 @@ ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place; th
 FRAMEWORK_FP32_HOLDER = "_fp32_params"
 """Where the framework's own classes (Qwen3.5, Qwen3-Next, ...) hold parameters they keep in fp32
 whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
-UNMODELLED_SIZES = ("cp_size", "pp_size", "ep_size", "dp_replicate_size")
-"""Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP/EP, HSDP)."""
+UNMODELLED_SIZES = ("cp_size", "pp_size", "dp_replicate_size")
+"""Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP, HSDP)."""
 FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
@@ -103,14 +103,54 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     check_one_model(structure, source=source)
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
-    layout = plan_fsdp_layout(structure, frozen, frozen_sharding(distributed, source))
+    experts = expert_parallel(structure, distributed, world_size, source=source)
+    sharding = frozen_sharding(distributed, source)
+    layout = plan_fsdp_layout(structure, frozen, sharding) if experts is None else \
+        plan_moe_layout(structure, frozen, sharding, experts_sharded=experts.shard > 1)
     dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=built.adapters or frozenset(),
                            replicated=layout.replicated, target=recipe.model.target, source=source)
     tp = tp_size(distributed)
     return MemoryInputs(structure=structure, frozen=frozen, dtypes=dtypes, layout=layout, optimizer=optimizer,
-                        world_size=world_size, tp_size=tp,
+                        world_size=world_size, tp_size=tp, expert_parallel=experts,
                         tp_dims=_tp_dims(document, distributed, loaded, adapters=built.adapters or frozenset(), tp=tp,
                                          source=source) if tp > 1 else {})
+
+
+def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], world_size: int, *,
+                    source: str) -> ExpertParallel | None:
+    """Where ``ep_size`` is above 1: how 0.7.0's MoE parallelizer splits the experts of the framework's own MoE
+    layers (``apply_ep``) over the ``ep_shard x ep`` mesh (``mesh_utils``: ``ep_shard`` is the world over
+    ``ep_size``); refused with tensor parallelism or for a model without such layers: no run measured them."""
+    ep = distributed.get("ep_size")
+    if not _positive(ep) or ep == 1:
+        return None
+    key = "distributed.ep_size"
+    if tp_size(distributed) > 1:
+        raise UndividableLayoutError(f"is {ep} beside tp_size {tp_size(distributed)}: expert parallelism is sized with "
+                                     "data-parallel FSDP2 alone (no run measured both)", source=source, key=key)
+    if world_size % ep:
+        raise UndividableLayoutError(f"is {ep}, which does not divide the world size ({world_size}): the framework "
+                                     "refuses it", source=source, key=key)
+    moe = moe_model(structure)
+    if not moe.experts:
+        raise UndividableLayoutError(f"is {ep}, but {structure.class_name} has no MoE layer of the framework's in the "
+                                     f"blocks under {moe.text or 'the model'}.layers, where its MoE parallelizer finds "
+                                     "the experts it splits: not sized", source=source, key=key)
+    uneven = sorted(info.name for info in structure.parameters
+                    if info.name in moe.expert_parameters and info.shape[0] % ep)
+    if uneven:
+        raise UndividableLayoutError(f"is {ep}, which does not divide the experts of {uneven[0]} "
+                                     f"({structure.parameters_by_name[uneven[0]].shape[0]}): the framework refuses it",
+                                     source=source, key=key)
+    shard = world_size // ep
+    odd = sorted(info.name for info in structure.parameters
+                 if info.name in moe.expert_parameters and len(info.shape) > 1 and info.shape[1] % shard)
+    if odd:  # torch 2.14's FSDPParam: "FSDP does not support uneven sharding on dim 1" (measured)
+        raise UndividableLayoutError(f"is {ep}: at {world_size} ranks FSDP2 shards each expert slice over {shard} ranks "
+                                     f"on its dim 1, and {odd[0]} has {structure.parameters_by_name[odd[0]].shape[1]} "
+                                     "rows there: FSDP2 refuses an uneven split on any dim but 0", source=source,
+                                     key=key)
+    return ExpertParallel(size=ep, shard=shard, parameters=moe.expert_parameters)
 
 
 def tp_size(distributed: Mapping[str, Any]) -> int:
@@ -153,6 +193,9 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
     for key, why in TEACHER_PLACES.items():
         if document.get(key):
             raise MemoryModelError(why, source=source, key=key)
+    if _positive(_distributed(document, source).get("ep_size")) and _distributed(document, source)["ep_size"] > 1:
+        raise MemoryModelError("expert parallelism beside a distillation teacher (both through the MoE parallelizer): "
+                               "no run measured it, not sized", source=source, key="distributed.ep_size")
     if teacher is None:
         raise MemoryModelError("the teacher's parameters share the ranks, and its model was not built here: "
                                "not sized", source=source, key=TEACHER)

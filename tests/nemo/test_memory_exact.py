@@ -24,7 +24,9 @@ and one on 4; and, loaded ``from_pretrained`` from tiny random weights, a tensor
 bf16 and in an fp16 run (Voxtral's ``embed_positions``), sharded and replicated, and knowledge distillation
 (``KnowledgeDistillationRecipeForVLM``): a frozen teacher on the same ranks, which keeps the units it
 wraps without resharding after forward all-gathered, beside their shards; and tensor parallelism
-(``tp_size: 2``, the framework's own plans), on 2 ranks and on 4 (2 data-parallel x 2 tensor-parallel).
+(``tp_size: 2``, the framework's own plans), on 2 ranks and on 4 (2 data-parallel x 2 tensor-parallel); and
+expert parallelism (``ep_size: 2``, the framework's own Qwen3-VL-MoE class through its MoE parallelizer), on 2
+ranks, with LoRA, and on 4 (each rank's experts FSDP2-sharded over 2).
 The two launches start together, beside the predictions.
 """
 
@@ -106,6 +108,9 @@ class Case:
     the ranks, and FSDP2 shards each slice over the rest."""
     sequence_parallel: bool = False
     """``distributed.sequence_parallel``: the framework's plan adds its sequence-parallel styles."""
+    ep: int = 1
+    """``distributed.ep_size``: the framework's MoE parallelizer splits each MoE layer's experts over this many
+    ranks, and FSDP2 shards each slice over the rest (``ep_shard``) where there are more than one."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -165,6 +170,14 @@ CASES = (
     Case("gemma3_tensor_parallel", "gemma3", 2, "bfloat16",  # q/k norms kept whole (ReplicatedWithGradAllReduce)
          freeze_config={"freeze_modules": [{"path": "model.vision_tower"}, {"path": "model.multi_modal_projector"}]},
          tp=2),
+    # expert parallelism: the framework's own Qwen3-VL-MoE class through its MoE parallelizer, 6 experts per layer
+    Case("qwen3_vl_moe_expert_parallel", "qwen3_vl_moe", 2, "bfloat16",  # 3 experts a rank, whole, own gradients
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, ep=2),
+    Case("qwen3_vl_moe_expert_parallel_4_ranks", "qwen3_vl_moe", 4, "bfloat16",  # ... FSDP2-sharded on dim 1 over 2
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, ep=2),
+    Case("qwen3_vl_moe_lora_expert_parallel", "qwen3_vl_moe", 2, "bfloat16",  # adapters on attention, experts frozen
+         peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig",
+               "target_modules": ["*.self_attn.q_proj", "*.self_attn.o_proj"], "dim": 4, "alpha": 8}, ep=2),
 )
 
 
@@ -202,6 +215,19 @@ def tiny_config(family: str, *, tied: bool = False) -> Any:
                            "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
             image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
             tie_word_embeddings=False, architectures=["Qwen3VLForConditionalGeneration"])  # what picks the class
+    if family == "qwen3_vl_moe":  # the framework's own MoE class; dims that divide as FSDP2 needs on dim 1
+        from transformers import Qwen3VLMoeConfig
+
+        return Qwen3VLMoeConfig(
+            text_config={**TEXT, "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                         "decoder_sparse_step": 1, "mlp_only_layers": [],
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                             "mrope_section": [2, 3, 3], "mrope_interleaved": True}},
+            vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "patch_size": 2,
+                           "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 32,
+                           "num_position_embeddings": 16, "deepstack_visual_indexes": [0]},
+            image_token_id=MEDIA_TOKEN, video_token_id=121, vision_start_token_id=122, vision_end_token_id=123,
+            tie_word_embeddings=False, architectures=["Qwen3VLMoeForConditionalGeneration"])
     if family == "gemma3":  # a transformers class whose tensor-parallel plan is the framework's optimised one
         from transformers import Gemma3Config
 
@@ -285,7 +311,7 @@ def batch_spec(family: str, config: Any) -> dict[str, Any]:
         tokens = (vision.image_size // vision.patch_size) ** 2
         return {**base, "placeholders": [MEDIA_TOKEN] * tokens,
                 "media_shape": [vision.num_channels, vision.image_size, vision.image_size]}
-    if family in ("qwen2_5_vl", "qwen3_vl"):  # one image input: flattened patches and their grid
+    if family in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):  # one image input: flattened patches and their grid
         vision = config.vision_config
         merge = vision.spatial_merge_size
         patch_dim = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
@@ -348,7 +374,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
         **({"peft": case.peft} if case.peft is not None else {}),
         "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": case.tp, "cp_size": 1, "pp_size": 1,
-                        "sequence_parallel": case.sequence_parallel,
+                        **({"ep_size": case.ep} if case.ep > 1 else {}), "sequence_parallel": case.sequence_parallel,
                         "multimodal": {"frozen_sharding": case.frozen_sharding}},
         "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
         "optimizer": case.optimizer,
@@ -517,15 +543,16 @@ def check_teachers(runs: list[Run]) -> None:
 
 
 def check_coverage(runs: list[Run]) -> None:
-    """Nine families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
+    """Ten families (one a language model alone, trained by the LLM recipe), every torch optimizer mmfreeze
     sizes, full fine-tuning with a frozen tower, LoRA, `replicate` (the tower a plain
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
     distillation teacher, and tensor parallelism in five families, one case beside data parallelism, one with LoRA,
-    one under `replicate`, one distilled and one with sequence parallelism."""
+    one under `replicate`, one distilled and one with sequence parallelism; and expert parallelism with its
+    experts whole on each rank and FSDP2-sharded, and with LoRA."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
-                                                 "muse_glimmer", "voxtral", "llama", "gemma3"}
+                                                 "muse_glimmer", "voxtral", "llama", "gemma3", "qwen3_vl_moe"}
     for name, (module, parallelizer) in OWN_PARALLELIZER_CASES.items():
         built = by_name[name].ranks[0]["model_class"]
         assert built == module, (name, built)
@@ -541,6 +568,13 @@ def check_coverage(runs: list[Run]) -> None:
     for run in tensor_parallel:  # a row-parallel weight is split on dim 1, which FSDP2 never splits
         [o_proj] = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.self_attn.o_proj.weight")]
         assert o_proj["local_shape"][1] * run.case.tp == o_proj["shape"][1], (run.case.name, o_proj)
+    expert_parallel = [run for run in runs if run.case.ep > 1]
+    assert {run.case.world // run.case.ep for run in expert_parallel} == {1, 2}, "ep_shard 1 and above 1"
+    assert any(run.case.peft for run in expert_parallel), "no LoRA under expert parallelism"
+    for run in expert_parallel:  # each rank holds its experts alone: 6 over the expert-parallel ranks
+        experts = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.mlp.experts.down_projs")]
+        assert [(p["shape"][0], p["local_shape"][0]) for p in experts] == [(6, 6 // run.case.ep)], (run.case.name, experts)
+        assert run.ranks[0]["model_class"].endswith("qwen3_vl_moe.model.Qwen3VLMoeForConditionalGeneration")
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     assert any(run.case.teacher for run in runs)
     from mmfreeze.memory.optimizer import TORCH_OPTIMIZERS  # Adam: AdamW's own state code (adam.py), measured as AdamW
