@@ -109,7 +109,7 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
         plan_moe_layout(structure, frozen, sharding, experts_sharded=experts.shard > 1)
     dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=built.adapters or frozenset(),
                            replicated=layout.replicated, target=recipe.model.target, source=source)
-    tp = tp_size(distributed)
+    tp = degree(distributed, "tp_size")
     return MemoryInputs(structure=structure, frozen=frozen, dtypes=dtypes, layout=layout, optimizer=optimizer,
                         world_size=world_size, tp_size=tp, expert_parallel=experts,
                         tp_dims=_tp_dims(document, distributed, loaded, adapters=built.adapters or frozenset(), tp=tp,
@@ -121,12 +121,12 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
     """Where ``ep_size`` is above 1: how 0.7.0's MoE parallelizer splits the experts of the framework's own MoE
     layers (``apply_ep``) over the ``ep_shard x ep`` mesh (``mesh_utils``: ``ep_shard`` is the world over
     ``ep_size``); refused with tensor parallelism or for a model without such layers: no run measured them."""
-    ep = distributed.get("ep_size")
-    if not _positive(ep) or ep == 1:
+    ep = degree(distributed, "ep_size")
+    if ep == 1:
         return None
     key = "distributed.ep_size"
-    if tp_size(distributed) > 1:
-        raise UndividableLayoutError(f"is {ep} beside tp_size {tp_size(distributed)}: expert parallelism is sized with "
+    if (tp := degree(distributed, "tp_size")) > 1:
+        raise UndividableLayoutError(f"is {ep} beside tp_size {tp}: expert parallelism is sized with "
                                      "data-parallel FSDP2 alone (no run measured both)", source=source, key=key)
     if world_size % ep:
         raise UndividableLayoutError(f"is {ep}, which does not divide the world size ({world_size}): the framework "
@@ -153,9 +153,10 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
     return ExpertParallel(size=ep, shard=shard, parameters=moe.expert_parameters)
 
 
-def tp_size(distributed: Mapping[str, Any]) -> int:
-    """`distributed.tp_size`, 1 where it is not a positive integer (``null``: the framework's default)."""
-    return distributed["tp_size"] if _positive(distributed.get("tp_size")) else 1
+def degree(distributed: Mapping[str, Any], key: str) -> int:
+    """`distributed.<key>` (``tp_size``, ``ep_size``), 1 where it is not a positive integer (``null``: the
+    framework's default)."""
+    return distributed[key] if _positive(distributed.get(key)) else 1
 
 
 def _tp_dims(document: Mapping[str, Any], distributed: Mapping[str, Any], loaded: LoadedStructure | None, *,
@@ -193,7 +194,7 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
     for key, why in TEACHER_PLACES.items():
         if document.get(key):
             raise MemoryModelError(why, source=source, key=key)
-    if _positive(_distributed(document, source).get("ep_size")) and _distributed(document, source)["ep_size"] > 1:
+    if degree(_distributed(document, source), "ep_size") > 1:
         raise MemoryModelError("expert parallelism beside a distillation teacher (both through the MoE parallelizer): "
                                "no run measured it, not sized", source=source, key="distributed.ep_size")
     if teacher is None:
@@ -385,7 +386,7 @@ def check_world_size(distributed: Mapping[str, Any], world_size: int, *, source:
         if _positive(value) and value > 1:
             raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 and tensor parallelism alone "
                                          "(every other size 1)", source=source, key=f"distributed.{key}")
-    tp = tp_size(distributed)
+    tp = degree(distributed, "tp_size")
     if world_size % tp:
         raise UndividableLayoutError(f"is {world_size}, which distributed.tp_size ({tp}) does not divide",
                                      source=source, key="world_size")
