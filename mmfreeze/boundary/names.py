@@ -31,6 +31,12 @@ OPTIMIZER = f"{PACKAGE}.components.optim.optimizer"
 DATASETS = f"{PACKAGE}.components.datasets"
 COMPOSITE = f"{PACKAGE}.components.models.gemma4_drafter.composite"
 
+MOE_LAYER = "MoE"
+"""The class of the framework's MoE layer (``components/moe/layers.py``): a decoder block's ``moe`` or ``mlp``."""
+GROUPED_EXPERTS = ("GroupedExperts", "GroupedExpertsDeepEP", "GroupedExpertsTE", "GroupedExpertsMoK")
+"""The classes of its ``experts``, which its LoRA patches with adapters of their own (``_peft/lora.py``
+``apply_lora_to_linear_modules``: ``patch_moe_module``) where a `target_modules` pattern matches them."""
+
 
 def transformers_pin() -> str | None:
     """The transformers requirement the installed framework declares (``transformers==5.18.0``),

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from mmfreeze.boundary.names import MOE_LAYER
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
 
 FrozenSharding = Literal["root", "per_layer", "replicate"]
@@ -49,8 +50,6 @@ MULTIMODAL_MODULE_NAMES = frozenset({
 """0.7.0's ``MULTIMODAL_TOWER_NAMES + MULTIMODAL_PROJECTOR_NAMES``: attribute names, not paths."""
 TEXT_MODULE_ATTRS = ("language_model", "text_model", "text_decoder")
 """0.7.0's ``get_text_module``: where a model nests its text model."""
-MOE_LAYER = "MoE"
-"""The class of 0.7.0's MoE layer (``components/moe/layers.py``), a block's ``moe`` or ``mlp``."""
 
 
 @dataclass(frozen=True, kw_only=True)

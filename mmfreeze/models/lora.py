@@ -28,6 +28,7 @@ import regex
 from mmfreeze.exceptions import RecipeError
 from mmfreeze.models.structure import ModelStructure, ParameterInfo
 from mmfreeze.recipes.composite import read_flag
+from mmfreeze.boundary.names import GROUPED_EXPERTS
 from mmfreeze.boundary.releases import CURRENT_RELEASE, Release
 
 if TYPE_CHECKING:
@@ -163,11 +164,15 @@ def _selected(path: str, spec: LoraSpec, release: Release) -> bool:
     if spec.match_all_linear:
         return True
     if spec.target_modules:
-        return any(path == p or wildcard_matches(p, path, release, key="peft.target_modules")
-                   for p in spec.target_modules)
+        return _targeted(path, spec, release)
     return path not in spec.exclude_modules and not any(
         wildcard_matches(p, path, release, key="peft.exclude_modules") for p in spec.exclude_modules
     )
+
+
+def _targeted(path: str, spec: LoraSpec, release: Release) -> bool:
+    """Whether a `target_modules` pattern names ``path`` (the framework's ``ModuleMatcher``, rule 2)."""
+    return any(path == p or wildcard_matches(p, path, release, key="peft.target_modules") for p in spec.target_modules)
 
 
 def lora_targets(structure: ModelStructure, spec: LoraSpec, release: Release = CURRENT_RELEASE) -> list[str]:
@@ -182,7 +187,15 @@ def lora_targets(structure: ModelStructure, spec: LoraSpec, release: Release = C
 def with_lora_adapters(
     structure: ModelStructure, spec: LoraSpec, release: Release = CURRENT_RELEASE
 ) -> ModelStructure:
-    """The structure after injection and the PEFT baseline of ``release``."""
+    """The structure after injection and the PEFT baseline of ``release``. A `target_modules` pattern that
+    matches the framework's grouped experts is refused: the framework patches them with adapters of their own
+    (``GroupedExpertsLoRA``), which are not modelled here."""
+    experts = [path for path, kind in structure.modules.items()
+               if kind in GROUPED_EXPERTS and path not in structure.module_aliases and _targeted(path, spec, release)]
+    if experts:
+        raise RecipeError(f"matches {experts[0]}, the framework's grouped experts ({structure.modules[experts[0]]}), "
+                          "which its LoRA patches with adapters of their own (GroupedExpertsLoRA) that mmfreeze does "
+                          "not model: not computed; match Linear modules alone", key="peft.target_modules")
     targets = lora_targets(structure, spec, release)
     paths_of = _paths_by_module(structure, targets)
     added: dict[str, str] = {}

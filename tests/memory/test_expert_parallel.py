@@ -1,4 +1,5 @@
-"""Expert parallelism in the memory model: what it cannot size is an input error naming the key.
+"""Expert parallelism in the memory model: what it cannot size is an input error naming the key; and LoRA
+on the framework's grouped experts, which mmfreeze does not model, is refused before any figure.
 
 Per-rank bytes of the sized cases against real multi-rank runs (the framework's own Qwen3-VL-MoE class
 through its MoE parallelizer, on 2 and 4 ranks, with LoRA) are `tests/nemo/test_memory_exact.py`'s. Here,
@@ -9,6 +10,7 @@ the test environment builds transformers' class of another release, which the me
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,3 +52,33 @@ def test_expert_parallelism_on_a_model_without_the_frameworks_moe_layers_is_refu
     assert result.exit_code == 3, result.output
     assert "distributed.ep_size: is 2, but LlavaForConditionalGeneration has no MoE layer of the framework's in the " \
            "blocks under model.language_model.layers" in result.output, result.output
+
+
+def test_lora_on_the_frameworks_grouped_experts_is_refused_where_the_framework_patches_them(tmp_path: Path) -> None:
+    """The framework's own LoRA (``apply_lora_to_linear_modules``) patches the experts a `target_modules`
+    pattern names with adapters of their own (``GroupedExpertsLoRA``), which mmfreeze does not model: the
+    recipe is an input error naming the key, not a frozen set without them. Where the framework's class is
+    not built (the test environment: transformers' experts hold plain tensors, no Linear), nothing is patched."""
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    peft = {"_target_": "nemo_automodel.components._peft.lora.PeftConfig", "target_modules": ["*.mlp.experts"],
+            "dim": 4, "alpha": 8}
+    recipe = write_recipe(replace(MOE, ep=1, freeze_config=None, peft=peft), tmp_path)
+    result = explain(str(recipe))
+    if not FRAMEWORK_BUILDS:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 3, result.output
+    assert "peft.target_modules: matches model.language_model.layers.0.mlp.experts, the framework's grouped experts " \
+           "(GroupedExperts)" in result.output, result.output
+
+    from nemo_automodel.components._peft.lora import PeftConfig, apply_lora_to_linear_modules
+
+    from mmfreeze.models.framework import TRANSFORMERS_SPEC
+    from mmfreeze.models.framework_build import build_framework_model
+
+    config = json.loads((tmp_path / "models" / "qwen3_vl_moe" / "config.json").read_text())
+    model = build_framework_model(config, "AutoModelForImageTextToText", replace(TRANSFORMERS_SPEC, kind="framework"),
+                                  source="moe.yaml").model
+    apply_lora_to_linear_modules(model, PeftConfig(target_modules=peft["target_modules"], dim=4, alpha=8),
+                                 skip_freeze=True)
+    assert type(model.get_submodule("model.language_model.layers.0.mlp.experts")).__name__ == "GroupedExpertsLoRA"
