@@ -121,11 +121,12 @@ def moe_model(structure: ModelStructure) -> MoeModel:
     return MoeModel(text=text, blocks=tuple(blocks), experts=tuple(experts), expert_parameters=names)
 
 
-def plan_moe_layout(structure: ModelStructure, frozen: frozenset[str], frozen_sharding: FrozenSharding, *,
-                    experts_sharded: bool) -> FsdpLayout:
-    """The MoE parallelizer's FSDP2 units for ``structure`` with ``frozen`` frozen; ``experts_sharded``:
-    the ``ep_shard`` mesh has more than one rank, so each block's experts are a unit of their own."""
-    tree, moe = _Tree(structure, frozen), moe_model(structure)
+def plan_moe_layout(structure: ModelStructure, frozen: frozenset[str], frozen_sharding: FrozenSharding,
+                    moe: MoeModel, *, experts_sharded: bool) -> FsdpLayout:
+    """The MoE parallelizer's FSDP2 units for ``structure`` (its parts: ``moe``) with ``frozen`` frozen;
+    ``experts_sharded``: the ``ep_shard`` mesh has more than one rank, so each block's experts are a unit
+    of their own."""
+    tree = _Tree(structure, frozen)
     experts_of = {path.rsplit(".", 2)[0]: path for path in moe.experts}
     wrapped: list[str] = []
     for block in moe.blocks:

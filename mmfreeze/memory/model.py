@@ -37,7 +37,7 @@ from math import prod
 
 from mmfreeze.memory.dtypes import ELEMENT_BYTES
 from mmfreeze.memory.errors import MemoryModelError, UndividableLayoutError
-from mmfreeze.memory.layout import FsdpLayout
+from mmfreeze.memory.layout import FsdpLayout, MoeModel
 from mmfreeze.memory.optimizer import OptimizerState
 from mmfreeze.memory.shards import local_shard_numel, padded_shard_numel, tensor_parallel_slice
 from mmfreeze.models.structure import ModelStructure
@@ -55,7 +55,12 @@ class ExpertParallel:
     """``ep_size``: the ranks each expert parameter's experts are split over."""
     shard: int
     """The ``ep_shard`` ranks FSDP2 shards each slice over (1: not at all)."""
-    parameters: frozenset[str]
+    model: MoeModel
+    """Where the MoE parallelizer finds the experts, and the rest of the model it wraps."""
+
+    @property
+    def parameters(self) -> frozenset[str]:
+        return self.model.expert_parameters
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,12 +141,13 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     def size(name: str) -> int:
         return ELEMENT_BYTES[inputs.dtypes[name]]
 
-    # Each parameter as each tensor-parallel rank holds it, before FSDP2 shards it.
+    # Each parameter as each tensor-parallel rank holds it, before FSDP2 shards it ...
     held = [{name: tensor_parallel_slice(info.shape, inputs.tp_dims.get(name), tp, tp_rank)
              for name, info in infos.items()} for tp_rank in range(tp)]
-
     experts = inputs.expert_parallel
     expert_names = experts.parameters if experts else frozenset()
+    if experts is not None:  # ... or by each expert-parallel rank (tp_size is then 1): rank r holds held[r % ep]
+        held = [_expert_slices(held[0], experts, ep_rank) for ep_rank in range(experts.size)]
 
     def stored(name: str, shapes: Mapping[str, tuple[int, ...]]) -> int:
         """Elements of a rank's storage of ``name``: its padded shard, or whole where nothing shards it."""
@@ -158,7 +164,7 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         return local_shard_numel(shapes[name], dp, rank // tp)
 
     def figures(rank: int) -> RankMemory:
-        shapes = held[rank % tp] if experts is None else _expert_slices(held[0], experts, rank % experts.size)
+        shapes = held[rank % len(held)]
         parameters = sum(stored(name, shapes) * size(name) for name in infos)
         if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
             parameters += sum(_gathered_numel(unit.parameters, shapes, dp) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
@@ -172,8 +178,7 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
     state = inputs.optimizer
     teacher = None if inputs.teacher is None else estimate_memory(inputs.teacher)
     ranks = tuple(figures(rank) for rank in range(world))
-    first = held[0] if experts is None else _expert_slices(held[0], experts, 0)
-    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, first, dp),
+    return MemoryEstimate(world_size=world, ranks=ranks, all_gather_peak=_peak(inputs, held[0], dp),
                           units=len(inputs.layout.units), replicated_tensors=len(replicated),
                           gradient_buffers=sum(any(name not in inputs.frozen for name in unit.parameters)
                                                for unit in inputs.layout.units)

@@ -106,7 +106,7 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     experts = expert_parallel(structure, distributed, world_size, source=source)
     sharding = frozen_sharding(distributed, source)
     layout = plan_fsdp_layout(structure, frozen, sharding) if experts is None else \
-        plan_moe_layout(structure, frozen, sharding, experts_sharded=experts.shard > 1)
+        plan_moe_layout(structure, frozen, sharding, experts.model, experts_sharded=experts.shard > 1)
     dtypes = stored_dtypes(structure, base=base, adapter=adapter, adapters=built.adapters or frozenset(),
                            replicated=layout.replicated, target=recipe.model.target, source=source)
     tp = degree(distributed, "tp_size")
@@ -150,7 +150,7 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
                                      f"on its dim 1, and {odd[0]} has {structure.parameters_by_name[odd[0]].shape[1]} "
                                      "rows there: FSDP2 refuses an uneven split on any dim but 0", source=source,
                                      key=key)
-    return ExpertParallel(size=ep, shard=shard, parameters=moe.expert_parameters)
+    return ExpertParallel(size=ep, shard=shard, model=moe)
 
 
 def degree(distributed: Mapping[str, Any], key: str) -> int:
