@@ -28,7 +28,7 @@ def test_quick_start_has_exactly_two_commands_both_pinning_torch_first() -> None
 
 
 def test_the_test_command_adds_nemo_automodel_without_its_dependencies() -> None:
-    """The differential tests import nemo-automodel; its own pin (transformers 5.18.0) must not
+    """Tests here import nemo-automodel's functions; its own pin (transformers 5.18.0) must not
     replace the main environment's transformers."""
     command = quick_start_commands()[1]
     assert "pip install -q --no-deps nemo-automodel==0.7.0" in command
@@ -36,9 +36,19 @@ def test_the_test_command_adds_nemo_automodel_without_its_dependencies() -> None
 
 
 def test_ci_runs_the_readme_test_command_then_the_framework_environment_and_nothing_else() -> None:
+    """The framework's environment installs in the background while the README's command runs; CI
+    prints that install's output, fails if it failed, then runs the environment's checks."""
     ci_lines = [line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()
                 if line and not line.startswith(("#", "set ", "cd "))]
-    assert ci_lines == [quick_start_commands()[1], "bash .ci/framework_env"]
+    readme_command = ci_lines.index(quick_start_commands()[1])
+    assert 'bash .ci/framework_env install >"$install_log" 2>&1 &' in ci_lines[:readme_command]
+    assert ci_lines[readme_command + 1:] == [
+        'wait "$installing" && installed=0 || installed=$?',
+        'cat "$install_log"',
+        '[ "$installed" -eq 0 ] || { echo "the framework\'s environment did not install (exit $installed)" >&2; exit "$installed"; }',
+        "bash .ci/framework_env check",
+    ]
+    assert not [line for line in ci_lines if "pytest" in line and line != quick_start_commands()[1]]
 
 
 def test_the_framework_environment_is_the_main_jobs_and_runs_it() -> None:

@@ -32,8 +32,9 @@ from mmfreeze.snapshots.compute import snapshot_of
 from tests.framework.cases import Case, cases_for
 from tests.conftest import TALLY_PROPERTY
 from tests.framework.oracle import framework_trainability
+from tests.nemo.framework_env import once_per_framework_release
 
-pytestmark = pytest.mark.framework
+pytestmark = [pytest.mark.framework, once_per_framework_release]
 
 REGISTRY = Path(__file__).resolve().parents[2] / "mmfreeze" / "registry" / "configs"
 AUTO_CLASSES = ("AutoModelForImageTextToText", "AutoModelForMultimodalLM", "AutoModelForCausalLM",
@@ -42,7 +43,8 @@ DECLARED_06 = FrameworkRules(release="0.6", reason="[tool.mmfreeze] framework")
 """A repository that declares 0.6: what the pre-0.7 cases trained on."""
 FAST_MODELS = ("HuggingFaceTB__SmolVLM2-2.2B-Instruct", "Qwen__Qwen2-VL-2B-Instruct", "google__gemma-4-E2B-it",
                "Qwen__Qwen2-Audio-7B-Instruct")
-"""Run without `slow` too, so a local `-m "not slow"` run still compares against the framework."""
+"""Run without `slow` too, so a local `-m "not slow"` run in the framework's environment still compares
+against the framework."""
 
 
 def _config(name: str) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from torch import nn
 from mmfreeze.freeze.param_groups import assign_groups
 from mmfreeze.freeze.optimizer import OptimizerSection, parse_optimizer
 from tests.framework.test_differential import FAST_MODELS, fresh_model
+from tests.nemo.framework_env import once_per_framework_release
 
-pytestmark = pytest.mark.framework
+pytestmark = [pytest.mark.framework, once_per_framework_release]
 
 MODELS = (*FAST_MODELS, "Qwen__Qwen2.5-VL-7B-Instruct", "llava-hf__llava-1.5-7b-hf", "Qwen__Qwen3-VL-30B-A3B-Instruct",
           "google__gemma-3-4b-it", "OpenGVLab__InternVL3-1B-hf", "mistralai__Voxtral-Mini-3B-2507")
