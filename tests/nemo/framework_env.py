@@ -41,8 +41,8 @@ requires_framework = pytest.mark.skipif(
     reason="needs nemo-automodel with all its dependencies (.venv-framework, made by .ci/framework_env)")
 once_per_framework_release = pytest.mark.skipif(
     not FRAMEWORK_IMPORTABLE,
-    reason="the differential matrix runs once per framework release: in nemo-automodel 0.7.0's own environment "
-           "(.ci/framework_env), not again where it is installed without its dependencies beside another transformers")
+    reason="a model-by-model matrix against the framework runs once per framework release: in nemo-automodel "
+           "0.7.0's own environment (.ci/framework_env), not again where it is installed without its dependencies")
 """For the model-by-model matrices against the framework's functions (the differential, the optimizer
 groups): the test environment has the same nemo-automodel release, so running them there too would
 run the same matrix twice for one release. `.ci/framework_env` fails on a skipped framework test."""
