@@ -150,12 +150,8 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         held = [_expert_slices(held[0], experts, ep_rank) for ep_rank in range(experts.size)]
 
     def stored(name: str, shapes: Mapping[str, tuple[int, ...]]) -> int:
-        """Elements of a rank's storage of ``name``: its padded shard, or whole where nothing shards it."""
-        if name in replicated or (name in expert_names and experts.shard == 1):
-            return prod(shapes[name])
-        if name in expert_names:
-            return padded_shard_numel(_dim1_first(shapes[name]), experts.shard)
-        return padded_shard_numel(shapes[name], dp)
+        """Elements of a rank's storage of ``name``: its padded shard, or whole where FSDP2 leaves it out."""
+        return prod(shapes[name]) if name in replicated else _sharded(name, shapes, dp, experts)[0]
 
     def local(name: str, shapes: Mapping[str, tuple[int, ...]], rank: int) -> int:
         """Elements of ``rank``'s own part of ``name`` (unpadded): what its optimizer states are sized by."""
@@ -167,7 +163,7 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         shapes = held[rank % len(held)]
         parameters = sum(stored(name, shapes) * size(name) for name in infos)
         if inputs.forward_only:  # never backward, so never resharded: each gathered unit's all-gather output stays
-            parameters += sum(_gathered_numel(unit.parameters, shapes, dp) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
+            parameters += sum(_gathered_numel(unit.parameters, shapes, dp, experts) * ELEMENT_BYTES[ALL_GATHER_DTYPE]
                               for unit in inputs.layout.units if unit.gathered)
         return RankMemory(
             rank=rank, parameters=parameters + (teacher.ranks[rank].parameters if teacher else 0),
@@ -199,16 +195,19 @@ def _dim1_first(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if len(shape) < 2 else (shape[1], shape[0], *shape[2:])
 
 
-def _gathered_numel(names: Iterable[str], shapes: Mapping[str, tuple[int, ...]], dp: int,
-                    experts: ExpertParallel | None = None) -> int:
-    """A unit's all-gather output, in elements: its parameters' padded shards from every rank that shards them
-    (the data-parallel ranks; an expert slice's ``ep_shard`` ranks)."""
-    def gathered(name: str) -> int:
-        if experts is not None and name in experts.parameters:
-            return padded_shard_numel(_dim1_first(shapes[name]), experts.shard) * experts.shard
-        return padded_shard_numel(shapes[name], dp) * dp
+def _sharded(name: str, shapes: Mapping[str, tuple[int, ...]], dp: int,
+             experts: ExpertParallel | None) -> tuple[int, int]:
+    """A rank's padded shard of ``name``, in elements, and the ranks that shard it: the data-parallel ranks, or
+    an expert slice's ``ep_shard`` ranks, on its dim 1 (one rank: the slice whole)."""
+    if experts is not None and name in experts.parameters:
+        return padded_shard_numel(_dim1_first(shapes[name]), experts.shard), experts.shard
+    return padded_shard_numel(shapes[name], dp), dp
 
-    return sum(map(gathered, names))
+
+def _gathered_numel(names: Iterable[str], shapes: Mapping[str, tuple[int, ...]], dp: int,
+                    experts: ExpertParallel | None) -> int:
+    """A unit's all-gather output, in elements: its parameters' padded shards from every rank that shards them."""
+    return sum(shard * ranks for shard, ranks in (_sharded(name, shapes, dp, experts) for name in names))
 
 
 def _peak(inputs: MemoryInputs, shapes: Mapping[str, tuple[int, ...]], dp: int) -> AllGatherPeak | None:

@@ -136,20 +136,16 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
         raise UndividableLayoutError(f"is {ep}, but {structure.class_name} has no MoE layer of the framework's in the "
                                      f"blocks under {moe.text or 'the model'}.layers, where its MoE parallelizer finds "
                                      "the experts it splits: not sized", source=source, key=key)
-    uneven = sorted(info.name for info in structure.parameters
-                    if info.name in moe.expert_parameters and info.shape[0] % ep)
-    if uneven:
+    shapes = {name: structure.parameters_by_name[name].shape for name in sorted(moe.expert_parameters)}
+    if uneven := [name for name, shape in shapes.items() if shape[0] % ep]:
         raise UndividableLayoutError(f"is {ep}, which does not divide the experts of {uneven[0]} "
-                                     f"({structure.parameters_by_name[uneven[0]].shape[0]}): the framework refuses it",
-                                     source=source, key=key)
+                                     f"({shapes[uneven[0]][0]}): the framework refuses it", source=source, key=key)
     shard = world_size // ep
-    odd = sorted(info.name for info in structure.parameters
-                 if info.name in moe.expert_parameters and len(info.shape) > 1 and info.shape[1] % shard)
-    if odd:  # torch 2.14's FSDPParam: "FSDP does not support uneven sharding on dim 1" (measured)
+    if odd := [name for name, shape in shapes.items() if len(shape) > 1 and shape[1] % shard]:
+        # torch 2.14's FSDPParam: "FSDP does not support uneven sharding on dim 1" (measured)
         raise UndividableLayoutError(f"is {ep}: at {world_size} ranks FSDP2 shards each expert slice over {shard} ranks "
-                                     f"on its dim 1, and {odd[0]} has {structure.parameters_by_name[odd[0]].shape[1]} "
-                                     "rows there: FSDP2 refuses an uneven split on any dim but 0", source=source,
-                                     key=key)
+                                     f"on its dim 1, and {odd[0]} has {shapes[odd[0]][1]} rows there: FSDP2 refuses an "
+                                     "uneven split on any dim but 0", source=source, key=key)
     return ExpertParallel(size=ep, shard=shard, model=moe)
 
 
