@@ -37,6 +37,9 @@ def main() -> None:
             error = traceback.format_exc()
             print(error, file=sys.stderr, flush=True)
         gc.collect()  # the recipe's model, optimizer and teacher go before the next recipe looks for them
+        # What outlives a recipe is the process's own (modules, classes, caches): out of the collector's
+        # reach, the next recipe's collection and the probe's object scans pass over only its own objects.
+        gc.freeze()
         (Path(out) / f"done{rank}.json").write_text(json.dumps({"error": error}), encoding="utf-8")
 
 
