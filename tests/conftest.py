@@ -1,4 +1,5 @@
-"""Shared fixtures: each test run has its own structure cache, shared by its tests and workers, never the user's."""
+"""Shared fixtures: each test run has its own structure cache, shared by its tests and workers, never the user's.
+And what a test process costs: torch's threads per pytest-xdist worker, the collector between tests."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from mmfreeze.boundary.releases import FrameworkRules
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 
 if (_workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))) > 1:
     # Each pytest-xdist worker gets its share of the cores for torch's threads (set before torch is
@@ -24,7 +26,6 @@ if (_workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))) > 1:
     # test_composite_probe.py and tests/models/test_conversion.py on 2 workers: 80 s and 148 CPU-s
     # with 2 threads each, 42 s and 74 CPU-s with 1).
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _workers)))
-EXAMPLE_CONFIGS = REPO_ROOT / "example_configs"
 
 
 def run_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
