@@ -18,6 +18,9 @@ torch 2.14, ``torch/distributed/fsdp/_fully_shard``; written out in ``docs/memor
   splits is first cut to that tensor-parallel rank's slice (:func:`~mmfreeze.memory.shards.tensor_parallel_slice`),
   and everything above applies to the slice over the ``world / tp`` data-parallel ranks. An uneven split
   (a vocabulary of 131 rows over 2 ranks) makes every figure differ between ranks.
+- **Context parallelism** (``cp_size`` above 1): FSDP2 shards over the flattened ``dp_shard x cp`` mesh, which
+  is the ``world / tp`` ranks above, in the same order; nothing else here changes (the callers check which
+  layouts were measured).
 
 - **Expert parallelism** (``ep_size`` above 1): rank ``r`` is expert-parallel rank ``r % ep`` of the
   ``ep_shard x ep`` mesh. Each expert parameter is first cut to that rank's experts (``Shard(0)``, an

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
+from math import prod
 from typing import TYPE_CHECKING, Any, Literal
 
 from mmfreeze.boundary.names import PACKAGE_PREFIX
@@ -38,8 +39,12 @@ ones `frozen_sharding: replicate` keeps out of FSDP), is cast to it in place; th
 FRAMEWORK_FP32_HOLDER = "_fp32_params"
 """Where the framework's own classes (Qwen3.5, Qwen3-Next, ...) hold parameters they keep in fp32
 whatever the model's dtype (``cast_model_to_dtype(..., skip_modules=("_fp32_params",))``)."""
-UNMODELLED_SIZES = ("cp_size", "pp_size", "dp_replicate_size")
-"""Distributed sizes above 1 change the layout in ways this model does not cover (CP/PP, HSDP)."""
+UNMODELLED_SIZES = ("pp_size", "dp_replicate_size")
+"""Distributed sizes above 1 change the layout in ways this model does not cover (PP, HSDP)."""
+CONTEXT_PARALLEL_CLASSES = ("nemo_automodel.components.models.qwen3_vl.",)
+"""The framework's own classes sized under context parallelism, each measured on a real run: dense Qwen3-VL, whose
+parallelizer runs the shared path and then hands its model-owned attention the ``cp`` mesh. Transformers classes
+run the shared path and the framework's generic SDPA context parallelism; the framework's other classes are refused."""
 FSDP2_STRATEGIES = ("fsdp2",)
 FSDP2_MANAGER = "nemo_automodel.components.distributed.fsdp2.FSDP2Manager"
 
@@ -103,6 +108,7 @@ def _model_inputs(recipe: Recipe, built: FrozenSetResult, *, world_size: int, fr
     check_one_model(structure, source=source)
     base = model_dtype(document, recipe.model.target, source=source)
     adapter = _lora_dtype(document, source) or base
+    check_context_parallel(structure, distributed, source=source)
     experts = expert_parallel(structure, distributed, world_size, source=source)
     sharding = frozen_sharding(distributed, source)
     layout = plan_fsdp_layout(structure, frozen, sharding) if experts is None else \
@@ -149,6 +155,24 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
     return ExpertParallel(size=ep, shard=shard, model=moe)
 
 
+def check_context_parallel(structure: ModelStructure, distributed: Mapping[str, Any], *, source: str) -> None:
+    """Where ``cp_size`` is above 1, FSDP2 shards over the flattened ``dp_shard x cp`` mesh
+    (``get_fsdp_dp_mesh``), whose rank is the data-parallel rank the layout already uses (``tp`` innermost): the
+    figures are those of ``cp_size`` 1. Refused beside expert parallelism and on the framework's own classes but
+    :data:`CONTEXT_PARALLEL_CLASSES`: no run measured them."""
+    cp = degree(distributed, "cp_size")
+    if cp == 1:
+        return
+    key = "distributed.cp_size"
+    if (ep := degree(distributed, "ep_size")) > 1:
+        raise UndividableLayoutError(f"is {cp} beside ep_size {ep}: context parallelism is sized without expert "
+                                     "parallelism (no run measured both)", source=source, key=key)
+    module = structure.class_module
+    if module.startswith(PACKAGE_PREFIX) and not module.startswith(CONTEXT_PARALLEL_CLASSES):
+        raise UndividableLayoutError(f"is {cp} on the framework's own {structure.class_name}, whose context-parallel "
+                                     "layout no run measured: not sized", source=source, key=key)
+
+
 def degree(distributed: Mapping[str, Any], key: str) -> int:
     """`distributed.<key>` (``tp_size``, ``ep_size``), 1 where it is not a positive integer (``null``: the
     framework's default)."""
@@ -193,6 +217,9 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
     if degree(_distributed(document, source), "ep_size") > 1:
         raise MemoryModelError("expert parallelism beside a distillation teacher (both through the MoE parallelizer): "
                                "no run measured it, not sized", source=source, key="distributed.ep_size")
+    if degree(_distributed(document, source), "cp_size") > 1:
+        raise MemoryModelError("context parallelism beside a distillation teacher: no run measured it, not sized",
+                               source=source, key="distributed.cp_size")
     if teacher is None:
         raise MemoryModelError("the teacher's parameters share the ranks, and its model was not built here: "
                                "not sized", source=source, key=TEACHER)
@@ -345,9 +372,10 @@ OWN_PARALLELIZERS = tuple(f"nemo_automodel.components.models.{package}." for pac
 """The framework's model classes that carry their own ``parallelizer`` sidecar (``Cls.parallelizer = PARALLELIZER``
 in 0.7.0's ``components/models/<package>/model.py``), overriding ``_apply``, ``_apply_fsdp_sharding`` or
 ``_fully_shard_module``: their FSDP2 units may not be the shared path's, so they are refused. Not three whose
-``_apply`` runs the shared one unchanged at the sizes modelled (``tp_size`` and ``cp_size`` 1), each measured on a
-real run (``tests/nemo/test_memory_exact.py``): dense Qwen3-VL's and MuseGlimmer's then set ``cp_mesh`` attributes
-(``None``), and Gemma4's adds its tensor-parallel plan only above ``tp_size`` 1."""
+``_apply`` runs the shared one unchanged at ``tp_size`` 1, each measured on a real run
+(``tests/nemo/test_memory_exact.py``): dense Qwen3-VL's and MuseGlimmer's then set ``cp_mesh`` attributes (Qwen3-VL's
+measured at ``cp_size`` 2 too; :func:`check_context_parallel` refuses the others there), and Gemma4's adds its
+tensor-parallel plan only above ``tp_size`` 1."""
 WORLD_FACTORS = ("tp_size", "cp_size", "pp_size")
 """With ``dp_size``, the factors of the world size (``components/distributed/mesh_utils.py``: the mesh is
 ``pp x dp_replicate x dp_shard x cp x tp`` with ``dp_size = dp_replicate x dp_shard``; experts are carved
@@ -380,15 +408,17 @@ def check_world_size(distributed: Mapping[str, Any], world_size: int, *, source:
     for key in UNMODELLED_SIZES:
         value = distributed.get(key)
         if _positive(value) and value > 1:
-            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 and tensor parallelism alone "
-                                         "(every other size 1)", source=source, key=f"distributed.{key}")
-    tp = degree(distributed, "tp_size")
-    if world_size % tp:
-        raise UndividableLayoutError(f"is {world_size}, which distributed.tp_size ({tp}) does not divide",
-                                     source=source, key="world_size")
+            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 with tensor and context "
+                                         "parallelism alone (every other size 1)", source=source,
+                                         key=f"distributed.{key}")
+    split = {key: size for key in ("tp_size", "cp_size") if (size := degree(distributed, key)) > 1}
+    model_parallel = prod(split.values())
+    if world_size % model_parallel:
+        sizes = " x ".join(f"distributed.{key} ({size})" for key, size in split.items())
+        raise UndividableLayoutError(f"is {world_size}, which {sizes} does not divide", source=source, key="world_size")
     dp = distributed.get("dp_size")
-    if _positive(dp) and dp * tp != world_size:
-        over = f" over tp_size {tp}" if tp > 1 else ""
+    if _positive(dp) and dp * model_parallel != world_size:
+        over = "".join(f" over {key} {size}" for key, size in split.items())
         raise UndividableLayoutError(f"is {dp}, but the world size is {world_size}{over}: the data-parallel group "
                                      "would not cover every rank", source=source, key="distributed.dp_size")
 

@@ -26,7 +26,9 @@ bf16 and in an fp16 run (Voxtral's ``embed_positions``), sharded and replicated,
 wraps without resharding after forward all-gathered, beside their shards; and tensor parallelism
 (``tp_size: 2``, the framework's own plans), on 2 ranks and on 4 (2 data-parallel x 2 tensor-parallel); and
 expert parallelism (``ep_size: 2``, the framework's own Qwen3-VL-MoE class through its MoE parallelizer), on 2
-ranks, with LoRA, and on 4 (each rank's experts FSDP2-sharded over 2).
+ranks, with LoRA, and on 4 (each rank's experts FSDP2-sharded over 2); and context parallelism (``cp_size: 2``),
+on 2 ranks and on 4 (2 context-parallel x 2 tensor-parallel). On this CPU its attention needs one rule torch
+registers for the CUDA kernels alone (``memory_runs/cpu_attention_rule.py``).
 The two launches start together, beside the predictions.
 """
 
@@ -111,6 +113,11 @@ class Case:
     ep: int = 1
     """``distributed.ep_size``: the framework's MoE parallelizer splits each MoE layer's experts over this many
     ranks, and FSDP2 shards each slice over the rest (``ep_shard``) where there are more than one."""
+    cp: int = 1
+    """``distributed.cp_size``: context parallelism splits each sequence over this many of the ranks, and FSDP2
+    shards over them and the data-parallel ranks together (``dp_shard_cp``)."""
+    text_batches: bool = False
+    """Batches of text alone, for a family whose batches otherwise carry an image."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -178,6 +185,15 @@ CASES = (
     Case("qwen3_vl_moe_lora_expert_parallel", "qwen3_vl_moe", 2, "bfloat16",  # adapters on attention, experts frozen
          peft={"_target_": "nemo_automodel.components._peft.lora.PeftConfig",
                "target_modules": ["*.self_attn.q_proj", "*.self_attn.o_proj"], "dim": 4, "alpha": 8}, ep=2),
+    # context parallelism: the framework's generic SDPA path for a transformers class (text batches: 0.7.0 splits
+    # input_ids before the model merges an image's features, and a stock run with an image stops there, "Image
+    # features and image tokens do not match", on any device), and Qwen3-VL's own, with an image
+    Case("qwen2_5_vl_context_parallel", "qwen2_5_vl", 2, "bfloat16",
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, cp=2, text_batches=True),
+    Case("qwen3_vl_context_parallel", "qwen3_vl", 2, "bfloat16",
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, cp=2),
+    Case("qwen2_5_vl_context_and_tensor_parallel_4_ranks", "qwen2_5_vl", 4, "bfloat16",  # 2 context x 2 tensor
+         freeze_config={"freeze_modules": [{"path": "model.visual"}]}, tp=2, cp=2, text_batches=True),
 )
 
 
@@ -301,10 +317,10 @@ def tiny_model(family: str, config: Any) -> Any:
     return classes[family](config)
 
 
-def batch_spec(family: str, config: Any) -> dict[str, Any]:
-    """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts."""
+def batch_spec(family: str, config: Any, *, text: bool = False) -> dict[str, Any]:
+    """What ``memory_runs/memory_data.py`` needs to make a batch the model accepts (``text``: text alone)."""
     base = {"kind": family, "text_vocab": TEXT_VOCAB, "seq_len": 12}
-    if family in ("gemma3", "gemma4", "muse_glimmer", "voxtral", "llama"):
+    if text or family in ("gemma3", "gemma4", "muse_glimmer", "voxtral", "llama"):
         return {**base, "kind": "text", "placeholders": [], "media_shape": [0]}
     if family == "llava":
         vision = config.vision_config
@@ -353,7 +369,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
     model_dir = tiny_model_dir(case.family, repository, tied=case.tied, pretrained=case.pretrained)
     target = {"qwen2_audio": "NeMoAutoModelForMultimodalLM", "voxtral": "NeMoAutoModelForMultimodalLM",
               "llama": "NeMoAutoModelForCausalLM"}.get(case.family, "NeMoAutoModelForImageTextToText")
-    spec = batch_spec(case.family, config)
+    spec = batch_spec(case.family, config, text=case.text_batches)
     recipe: dict[str, Any] = {
         "recipe": "KnowledgeDistillationRecipeForVLM" if case.teacher else
                   "TrainFinetuneRecipeForNextTokenPrediction" if case.family == "llama" else "FinetuneRecipeForVLM",
@@ -373,7 +389,7 @@ def write_recipe(case: Case, repository: Path) -> Path:
            if case.teacher else {}),
         **({"freeze_config": case.freeze_config} if case.freeze_config is not None else {}),
         **({"peft": case.peft} if case.peft is not None else {}),
-        "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": case.tp, "cp_size": 1, "pp_size": 1,
+        "distributed": {"strategy": "fsdp2", "dp_size": None, "tp_size": case.tp, "cp_size": case.cp, "pp_size": 1,
                         **({"ep_size": case.ep} if case.ep > 1 else {}), "sequence_parallel": case.sequence_parallel,
                         "multimodal": {"frozen_sharding": case.frozen_sharding}},
         "loss_fn": {"_target_": "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy"},
@@ -548,8 +564,10 @@ def check_coverage(runs: list[Run]) -> None:
     tensor on every rank), 4 ranks, a case whose ranks hold different optimizer bytes, classes of the
     framework's own, each sharded by that class's own parallelizer, a tensor kept in fp32 in bf16 and fp16 runs, a
     distillation teacher, and tensor parallelism in five families, one case beside data parallelism, one with LoRA,
-    one under `replicate`, one distilled and one with sequence parallelism; and expert parallelism with its
-    experts whole on each rank and FSDP2-sharded, and with LoRA."""
+    one under `replicate`, one distilled and one with sequence parallelism; expert parallelism with its
+    experts whole on each rank and FSDP2-sharded, and with LoRA; and context parallelism on a mesh the framework
+    built with it, through the generic path (a transformers class) and a class's own (Qwen3-VL), one case beside
+    tensor parallelism."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3", "qwen3_vl_moe"}
@@ -575,6 +593,11 @@ def check_coverage(runs: list[Run]) -> None:
         experts = [p for n, p in run.ranks[0]["params"].items() if n.endswith("layers.0.mlp.experts.down_projs")]
         assert [(p["shape"][0], p["local_shape"][0]) for p in experts] == [(6, 6 // run.case.ep)], (run.case.name, experts)
         assert run.ranks[0]["model_class"].endswith("qwen3_vl_moe.model.Qwen3VLMoeForConditionalGeneration")
+    context_parallel = [run for run in runs if run.case.cp > 1]
+    for run in runs:  # the framework built the mesh the case asks for
+        assert {rank["mesh"].get("cp", 1) for rank in run.ranks.values()} == {run.case.cp}, (run.case.name, run.ranks[0]["mesh"])
+    assert {run.ranks[0]["model_class"].partition(".")[0] for run in context_parallel} == {"transformers", "nemo_automodel"}
+    assert any(run.case.tp > 1 for run in context_parallel), "no context parallelism beside tensor parallelism"
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     assert any(run.case.teacher for run in runs)
     from mmfreeze.memory.optimizer import TORCH_OPTIMIZERS  # Adam: AdamW's own state code (adam.py), measured as AdamW

@@ -74,7 +74,8 @@ def _measure(optimizer) -> dict[str, Any]:
 
     model = _find_model(optimizer)
     params = dict(model.named_parameters())
-    teacher = _find_teacher()
+    recipe = _find_recipe()
+    teacher = _find_teacher(recipe)
     taught = dict(teacher.named_parameters()) if teacher is not None else {}
     kinds = {
         "parameters": _storages([*params.values(), *taught.values(), *_shards(model), *_shards(teacher)]),
@@ -95,6 +96,7 @@ def _measure(optimizer) -> dict[str, Any]:
         "storages": {kind: len(storages) for kind, storages in kinds.items()},
         "shared": shared,
         "model_class": _built_class(model),
+        "mesh": _mesh_sizes(recipe),
         "teacher": None if teacher is None else {
             "parameters": sum(_storages([*taught.values(), *_shards(teacher)]).values()),
             "fsdp_units": _fsdp_units(teacher),
@@ -116,18 +118,27 @@ def _shards(model):
         yield from (param._sharded_param_data for param in (group.fsdp_params if group is not None else ()))
 
 
-def _find_teacher():
-    """A distillation recipe's teacher (its ``teacher_model``), held on the same ranks; ``None`` elsewhere."""
+def _find_recipe():
+    """The running recipe object (the framework's recipe class)."""
     import gc
 
+    return next((obj for obj in gc.get_objects()
+                 if str(getattr(type(obj), "__module__", "")).startswith("nemo_automodel.recipes.")
+                 and hasattr(obj, "device_mesh")), None)
+
+
+def _find_teacher(recipe):
+    """A distillation recipe's teacher (its ``teacher_model``), held on the same ranks; ``None`` elsewhere."""
     import torch
 
-    for obj in gc.get_objects():
-        if str(getattr(type(obj), "__module__", "")).startswith("nemo_automodel.recipes."):
-            teacher = getattr(obj, "teacher_model", None)
-            if isinstance(teacher, torch.nn.Module):
-                return teacher
-    return None
+    teacher = getattr(recipe, "teacher_model", None)
+    return teacher if isinstance(teacher, torch.nn.Module) else None
+
+
+def _mesh_sizes(recipe) -> dict[str, int]:
+    """The framework's device mesh, each dimension's size (``cp`` above 1: context parallelism is on)."""
+    mesh = getattr(recipe, "device_mesh", None)
+    return {} if mesh is None else {name: mesh[name].size() for name in mesh.mesh_dim_names}
 
 
 def _built_class(model) -> str:
