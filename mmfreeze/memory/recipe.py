@@ -138,6 +138,12 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
         raise UndividableLayoutError(f"is {ep}, which does not divide the world size ({world_size}): the framework "
                                      "refuses it", source=source, key=key)
     moe = moe_model(structure)
+    if not structure.class_module.startswith(PACKAGE_PREFIX):
+        # validate_for_mesh (_transformers/capabilities.py) at build: not a MoEFSDPSyncMixin (measured)
+        raise UndividableLayoutError(f"is {ep}, but the framework trains transformers' {structure.class_name} here, "
+                                     "not one of its own MoE classes, and refuses expert parallelism for it when it "
+                                     "builds the model (\"requires a MoE model\"); set ep_size 1", source=source,
+                                     key=key)
     if not moe.experts:
         raise UndividableLayoutError(f"is {ep}, but {structure.class_name} has no MoE layer of the framework's in the "
                                      f"blocks under {moe.text or 'the model'}.layers, where its MoE parallelizer finds "

@@ -47,11 +47,26 @@ def test_what_expert_parallelism_cannot_size_is_an_input_error_naming_the_key(
     assert f"distributed.ep_size: is {ep}" in result.output and message in result.output, result.output
 
 
-def test_expert_parallelism_on_a_model_without_the_frameworks_moe_layers_is_refused(tmp_path: Path) -> None:
+def test_expert_parallelism_on_a_transformers_class_is_refused_as_the_framework_refuses_it(tmp_path: Path) -> None:
+    """0.7.0 refuses it when it builds the model (a stock run: `tests/nemo/test_memory_exact.py`'s refused case)."""
     result = explain("--world-size", "2", str(write(tmp_path, extra="  ep_size: 2\n")))
     assert result.exit_code == 3, result.output
-    assert "distributed.ep_size: is 2, but LlavaForConditionalGeneration has no MoE layer of the framework's in the " \
-           "blocks under model.language_model.layers" in result.output, result.output
+    assert "distributed.ep_size: is 2, but the framework trains transformers' LlavaForConditionalGeneration here, " \
+           "not one of its own MoE classes" in result.output, result.output
+
+
+def test_expert_parallelism_on_a_framework_class_without_its_moe_layers_is_refused(tmp_path: Path) -> None:
+    """The framework's own dense Qwen3-VL. The test environment builds transformers' class of another release,
+    refused first."""
+    (tmp_path / "pyproject.toml").write_text("[tool.mmfreeze]\n")
+    dense = next(case for case in CASES if case.name == "qwen3_vl_own_parallelizer")
+    result = explain("--world-size", "2", str(write_recipe(replace(dense, ep=2), tmp_path)))
+    assert result.exit_code == 3, result.output
+    if not FRAMEWORK_BUILDS:
+        assert "model: the framework builds Qwen3VLForConditionalGeneration" in result.output, result.output
+        return
+    assert "distributed.ep_size: is 2, but Qwen3VLForConditionalGeneration has no MoE layer of the framework's in " \
+           "the blocks under model.language_model.layers" in result.output, result.output
 
 
 def test_lora_on_the_frameworks_grouped_experts_is_refused_where_the_framework_patches_them(tmp_path: Path) -> None:
