@@ -594,7 +594,7 @@ def check_coverage(runs: list[Run]) -> None:
     one under `replicate`, one distilled and one with sequence parallelism; expert parallelism with its
     experts whole on each rank and FSDP2-sharded, and with LoRA; and context parallelism on a mesh the framework
     built with it, through the generic path (a transformers class) and a class's own (Qwen3-VL), one case beside
-    tensor parallelism."""
+    tensor parallelism, with the CPU attention rule asked for there and nowhere else."""
     by_name = {run.case.name: run for run in runs}
     assert {run.case.family for run in runs} == {"llava", "qwen2_5_vl", "qwen2_audio", "qwen3_vl", "gemma4",
                                                  "muse_glimmer", "voxtral", "llama", "gemma3", "qwen3_vl_moe"}
@@ -625,6 +625,9 @@ def check_coverage(runs: list[Run]) -> None:
         assert {rank["mesh"].get("cp", 1) for rank in run.ranks.values()} == {run.case.cp}, (run.case.name, run.ranks[0]["mesh"])
     assert {run.ranks[0]["model_class"].partition(".")[0] for run in context_parallel} == {"transformers", "nemo_automodel"}
     assert any(run.case.tp > 1 for run in context_parallel), "no context parallelism beside tensor parallelism"
+    for run in runs:  # the CPU attention rule (memory_runs/cpu_attention_rule.py): asked for under context parallelism alone
+        assert run.case.cp > 1 or not run.ranks[0]["cpu_attention_rule"], (run.case.name, run.ranks[0]["cpu_attention_rule"])
+    assert any(run.ranks[0]["cpu_attention_rule"] == ["backward", "forward"] for run in context_parallel)
     assert any(run.case.peft for run in runs) and any(run.case.frozen_sharding == "replicate" for run in runs)
     assert any(run.case.teacher for run in runs)
     from mmfreeze.memory.optimizer import TORCH_OPTIMIZERS  # Adam: AdamW's own state code (adam.py), measured as AdamW

@@ -36,6 +36,9 @@ STATE: dict[str, Any] = {}
 
 def reset() -> None:
     """A new recipe's record (``run_recipes`` runs several in one worker)."""
+    from cpu_attention_rule import CONSULTED
+
+    CONSULTED.clear()
     installed = STATE.get("installed", False)
     STATE.clear()
     STATE.update(rank=RANK, world_size=int(os.environ.get("WORLD_SIZE", "1")), steps=0, measured_at_step=None,
@@ -70,6 +73,7 @@ def _storages(tensors) -> dict[int, int]:
 
 def _measure(optimizer) -> dict[str, Any]:
     import torch
+    from cpu_attention_rule import CONSULTED
     from stock_launch_probe import _find_model
 
     model = _find_model(optimizer)
@@ -97,6 +101,7 @@ def _measure(optimizer) -> dict[str, Any]:
         "shared": shared,
         "model_class": _built_class(model),
         "mesh": _mesh_sizes(recipe),
+        "cpu_attention_rule": sorted(CONSULTED),
         "teacher": None if teacher is None else {
             "parameters": sum(_storages([*taught.values(), *_shards(teacher)]).values()),
             "fsdp_units": _fsdp_units(teacher),
