@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfreeze.memory.errors import UnsizableOptimizerError
+from mmfreeze.recipes.composite import read_flag
 
 TORCH_OPTIMIZERS = ("Adam", "AdamW", "SGD", "RMSprop", "NAdam", "Adagrad")
 """The torch classes sized (see the module docstring), by ``torch.optim.<name>`` or ``torch.optim.<module>.<name>``."""
@@ -62,23 +63,19 @@ def optimizer_state(document: Mapping[str, Any], *, source: str | None) -> Optim
         known = ", ".join(f"torch.optim.{name}" for name in TORCH_OPTIMIZERS)
         raise UnsizableOptimizerError(f"cannot size the state of {target!r}; mmfreeze sizes {known} (and 0.7's "
                                       "AdamConfig, AdamWConfig)", source=source, key="optimizer._target_")
+    def flag(key: str) -> bool:
+        return read_flag(section, key, where="optimizer", source=source, error=UnsizableOptimizerError)
+
     if name in ("Adam", "AdamW"):
-        return OptimizerState(name=name, moments=2 + _flag(section, "amsgrad", source), scalar_bytes=4)
+        return OptimizerState(name=name, moments=2 + flag("amsgrad"), scalar_bytes=4)
     if name == "SGD":
         return OptimizerState(name=name, moments=int(_number(section, "momentum", source) != 0), scalar_bytes=0)
     if name == "RMSprop":
-        return OptimizerState(name=name, moments=1 + (_number(section, "momentum", source) > 0)
-                              + _flag(section, "centered", source), scalar_bytes=4)
+        return OptimizerState(name=name, moments=1 + (_number(section, "momentum", source) > 0) + flag("centered"),
+                              scalar_bytes=4)
     if name == "NAdam":
         return OptimizerState(name=name, moments=2, scalar_bytes=8)
     return OptimizerState(name=name, moments=1, scalar_bytes=4)  # Adagrad
-
-
-def _flag(section: Mapping[str, Any], key: str, source: str | None) -> bool:
-    value = section.get(key, False)
-    if not isinstance(value, bool):
-        raise UnsizableOptimizerError(f"must be true or false, got {value!r}", source=source, key=f"optimizer.{key}")
-    return value
 
 
 def _number(section: Mapping[str, Any], key: str, source: str | None) -> float:

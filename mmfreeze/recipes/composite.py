@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from mmfreeze.exceptions import RecipeError
+from mmfreeze.exceptions import MmfreezeError, RecipeError
 from mmfreeze.recipes.interpolation import resolve_references
 
 GEMMA4_WITH_DRAFTER = "nemo_automodel.components.models.gemma4_drafter.composite.Gemma4WithDrafter.from_pretrained"
@@ -68,9 +68,11 @@ def parse_drafter(section: Mapping[str, Any], document: Mapping[str, Any], *, so
     )
 
 
-def read_flag(section: Mapping[str, Any], key: str, *, where: str, source: str | None) -> bool:
-    """``section[key]`` (default false), which must be a boolean; ``where``: the section's key in the recipe."""
+def read_flag(section: Mapping[str, Any], key: str, *, where: str, source: str | None,
+              error: type[MmfreezeError] = RecipeError) -> bool:
+    """``section[key]`` (default false), which must be a boolean; ``where``: the section's key in the recipe;
+    ``error``: what a reader that is not the recipe's own raises (the memory model's refusals, say)."""
     value = section.get(key, False)
     if not isinstance(value, bool):
-        raise RecipeError(f"must be true or false, got {value!r}", source=source, key=f"{where}.{key}")
+        raise error(f"must be true or false, got {value!r}", source=source, key=f"{where}.{key}")
     return value
