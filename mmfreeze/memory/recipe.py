@@ -145,9 +145,10 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
                                      "builds the model (\"requires a MoE model\"); set ep_size 1", source=source,
                                      key=key)
     if not moe.experts:
-        raise UndividableLayoutError(f"is {ep}, but {structure.class_name} has no MoE layer of the framework's in the "
-                                     f"blocks under {moe.text or 'the model'}.layers, where its MoE parallelizer finds "
-                                     "the experts it splits: not sized", source=source, key=key)
+        raise UndividableLayoutError(f"is {ep}, but mmfreeze finds no MoE layer of the framework's in "
+                                     f"{structure.class_name}'s blocks under {moe.text or 'the model'}.layers, where "
+                                     "its MoE parallelizer looks for the experts it splits (blocks a model reaches "
+                                     "through a property are not followed): not sized", source=source, key=key)
     shapes = {name: structure.parameters_by_name[name].shape for name in sorted(moe.expert_parameters)}
     if uneven := [name for name, shape in shapes.items() if shape[0] % ep]:
         raise UndividableLayoutError(f"is {ep}, which does not divide the experts of {uneven[0]} "

@@ -65,8 +65,8 @@ def test_expert_parallelism_on_a_framework_class_without_its_moe_layers_is_refus
     if not FRAMEWORK_BUILDS:
         assert "model: the framework builds Qwen3VLForConditionalGeneration" in result.output, result.output
         return
-    assert "distributed.ep_size: is 2, but Qwen3VLForConditionalGeneration has no MoE layer of the framework's in " \
-           "the blocks under model.language_model.layers" in result.output, result.output
+    assert "distributed.ep_size: is 2, but mmfreeze finds no MoE layer of the framework's in " \
+           "Qwen3VLForConditionalGeneration's blocks under model.language_model.layers" in result.output, result.output
 
 
 def test_lora_on_the_frameworks_grouped_experts_is_refused_where_the_framework_patches_them(tmp_path: Path) -> None:
