@@ -63,6 +63,7 @@ def optimizer_state(document: Mapping[str, Any], *, source: str | None) -> Optim
         known = ", ".join(f"torch.optim.{name}" for name in TORCH_OPTIMIZERS)
         raise UnsizableOptimizerError(f"cannot size the state of {target!r}; mmfreeze sizes {known} (and 0.7's "
                                       "AdamConfig, AdamWConfig)", source=source, key="optimizer._target_")
+
     def flag(key: str) -> bool:
         return read_flag(section, key, where="optimizer", source=source, error=UnsizableOptimizerError)
 

@@ -137,13 +137,13 @@ def expert_parallel(structure: ModelStructure, distributed: Mapping[str, Any], w
     if world_size % ep:
         raise UndividableLayoutError(f"is {ep}, which does not divide the world size ({world_size}): the framework "
                                      "refuses it", source=source, key=key)
-    moe = moe_model(structure)
     if not structure.class_module.startswith(PACKAGE_PREFIX):
         # validate_for_mesh (_transformers/capabilities.py) at build: not a MoEFSDPSyncMixin (measured)
         raise UndividableLayoutError(f"is {ep}, but the framework trains transformers' {structure.class_name} here, "
                                      "not one of its own MoE classes, and refuses expert parallelism for it when it "
                                      "builds the model (\"requires a MoE model\"); set ep_size 1", source=source,
                                      key=key)
+    moe = moe_model(structure)
     if not moe.experts:
         raise UndividableLayoutError(f"is {ep}, but mmfreeze finds no MoE layer of the framework's in "
                                      f"{structure.class_name}'s blocks under {moe.text or 'the model'}.layers, where "
@@ -415,8 +415,8 @@ def check_world_size(distributed: Mapping[str, Any], world_size: int, *, source:
     for key in UNMODELLED_SIZES:
         value = distributed.get(key)
         if _positive(value) and value > 1:
-            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 with tensor and context "
-                                         "parallelism alone (every other size 1)", source=source,
+            raise UndividableLayoutError(f"is {value}: mmfreeze models data-parallel FSDP2 with tensor, context and "
+                                         "expert parallelism alone (every other size 1)", source=source,
                                          key=f"distributed.{key}")
     split = {key: size for key in ("tp_size", "cp_size") if (size := degree(distributed, key)) > 1}
     model_parallel = prod(split.values())

@@ -20,7 +20,9 @@ of each one's all-gather output, as ``foreach_all_gather`` (``_fsdp_collectives.
 parameter's own), read from each unit's ``FSDPParam``s (torch-internal state; a test may read it).
 
 A storage counted in one kind and met again in another is recorded in ``shared`` (the three must
-be disjoint). Everything goes to ``$MEMORY_RUN_OUT/rank<R>.json``.
+be disjoint). It records the framework's device mesh (each dimension's size: ``cp`` says context
+parallelism is on) and which halves of :mod:`cpu_attention_rule` DTensor asked for. Everything goes to
+``$MEMORY_RUN_OUT/rank<R>.json``.
 """
 
 from __future__ import annotations
