@@ -221,16 +221,17 @@ def _teacher_inputs(recipe: Recipe, teacher: Teacher | None, *, world_size: int,
     for key, why in TEACHER_PLACES.items():
         if document.get(key):
             raise MemoryModelError(why, source=source, key=key)
-    if degree(_distributed(document, source), "ep_size") > 1:
+    distributed = _distributed(document, source)
+    if degree(distributed, "ep_size") > 1:
         raise MemoryModelError("expert parallelism beside a distillation teacher (both through the MoE parallelizer): "
                                "no run measured it, not sized", source=source, key="distributed.ep_size")
-    if degree(_distributed(document, source), "cp_size") > 1:
+    if degree(distributed, "cp_size") > 1:
         raise MemoryModelError("context parallelism beside a distillation teacher: no run measured it, not sized",
                                source=source, key="distributed.cp_size")
     if teacher is None:
         raise MemoryModelError("the teacher's parameters share the ranks, and its model was not built here: "
                                "not sized", source=source, key=TEACHER)
-    if _distributed(document, source).get("reshard_after_forward") is not None:
+    if distributed.get("reshard_after_forward") is not None:
         raise MemoryModelError("sets which units the teacher keeps all-gathered after its forward, which the memory "
                                "model does not follow: not sized", source=source,
                                key="distributed.reshard_after_forward")
