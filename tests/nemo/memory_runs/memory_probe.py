@@ -20,7 +20,8 @@ of each one's all-gather output, as ``foreach_all_gather`` (``_fsdp_collectives.
 parameter's own), read from each unit's ``FSDPParam``s (torch-internal state; a test may read it).
 
 A storage counted in one kind and met again in another is recorded in ``shared`` (the three must
-be disjoint). It records the framework's device mesh (each dimension's size: ``cp`` says context
+be disjoint). It registers :mod:`cpu_attention_rule` in the worker (not in the processes a worker
+starts), and records the framework's device mesh (each dimension's size: ``cp`` says context
 parallelism is on) and which halves of :mod:`cpu_attention_rule` DTensor asked for. Everything goes to
 ``$MEMORY_RUN_OUT/rank<R>.json``.
 """
@@ -32,14 +33,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import cpu_attention_rule
+from cpu_attention_rule import CONSULTED
+
 RANK = int(os.environ.get("RANK", "0"))
 STATE: dict[str, Any] = {}
 
 
 def reset() -> None:
     """A new recipe's record (``run_recipes`` runs several in one worker)."""
-    from cpu_attention_rule import CONSULTED
-
     CONSULTED.clear()
     installed = STATE.get("installed", False)
     STATE.clear()
@@ -75,7 +77,6 @@ def _storages(tensors) -> dict[int, int]:
 
 def _measure(optimizer) -> dict[str, Any]:
     import torch
-    from cpu_attention_rule import CONSULTED
     from stock_launch_probe import _find_model
 
     model = _find_model(optimizer)
@@ -195,6 +196,7 @@ def install() -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     _stub_cuda()
+    cpu_attention_rule.register()
     register_optimizer_step_pre_hook(_pre_step)
     register_optimizer_step_post_hook(_post_step)
     _write()

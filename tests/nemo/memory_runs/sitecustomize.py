@@ -1,5 +1,5 @@
 """Test-only ``sitecustomize`` for ``tests/nemo/test_memory_exact.py``: the CPU stubs, the memory probe and
-context parallelism's attention on the CPU (:mod:`cpu_attention_rule`).
+context parallelism's attention on the CPU (:mod:`cpu_attention_rule`, which the probe registers).
 
 The launch puts this folder first on ``PYTHONPATH`` and ``tests/nemo/stock_launch`` second (its
 two ``torch.cuda`` stubs are reused from ``stock_launch_probe``; its own ``sitecustomize`` is skipped,
@@ -15,11 +15,9 @@ import sys
 
 def _install() -> None:
     if os.environ.get("MEMORY_RUN_OUT") and "LOCAL_RANK" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:
-        import cpu_attention_rule
         import memory_probe
 
         memory_probe.install()
-        cpu_attention_rule.register()
 
 
 def _chain() -> None:
